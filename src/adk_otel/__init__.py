@@ -1,0 +1,38 @@
+"""adk-otel: OpenTelemetry tracing for Google ADK agents.
+
+One line traces every run of an ADK app::
+
+    import adk_otel
+
+    runner = adk_otel.instrument(InMemoryRunner(agent=root_agent))
+    # or: app = adk_otel.instrument(App(name="shop", root_agent=root_agent))
+    # or, with no code change: adk web --extra_plugins adk_otel.AdkOtelPlugin
+
+Each run becomes one trace: an ``invocation {app}`` span, an
+``invoke_agent {agent}`` span per agent run, ``generate_content {model}`` per
+model call and ``execute_tool {tool}`` per tool call. Every span is ended
+exactly once: OK from ADK's after hooks, ERROR with the exception from its
+error hooks, and UNSET with ``adk.outcome`` ``cancelled`` or ``incomplete``
+when the run was cancelled, closed early, or ADK gave no terminal hook.
+
+Spans go to the tracer provider you pass, else the global SDK provider, else
+one built from the standard ``OTEL_*`` variables that exports over OTLP.
+ADK's own duplicate spans are switched off by default (``keep_adk_spans``).
+Only ADK's public plugin hooks are used; ADK itself is never patched.
+"""
+
+from .instrument import instrument, plugin_of, uninstrument
+from .plugin import AdkOtelPlugin
+from .semconv import Outcome, SpanKind
+from .version import SUPPORTED_ADK, __version__
+
+__all__ = [
+    "SUPPORTED_ADK",
+    "AdkOtelPlugin",
+    "Outcome",
+    "SpanKind",
+    "__version__",
+    "instrument",
+    "plugin_of",
+    "uninstrument",
+]

@@ -1,0 +1,89 @@
+"""``instrument()`` / ``uninstrument()``: put adk-otel on a Runner or an App."""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from opentelemetry import trace
+
+from . import runner as runner_wrapper
+from .plugin import AdkOtelPlugin
+
+Target = TypeVar("Target")
+
+_ACCEPTED = (
+    "a google.adk Runner (for example InMemoryRunner) or a google.adk.apps.App; "
+    "for `adk web` / `adk api_server` use `--extra_plugins adk_otel.AdkOtelPlugin`"
+)
+
+
+def _plugin_list(target: Any) -> list[Any] | None:
+    """The live plugin list ADK will call for ``target``, or None."""
+    from google.adk.apps import App
+    from google.adk.runners import Runner
+
+    if isinstance(target, Runner):
+        return target.plugin_manager.plugins
+    if isinstance(target, App):
+        if target.plugins is None:
+            target.plugins = []
+        return target.plugins
+    return None
+
+
+def _reject(target: Any) -> TypeError:
+    from google.adk.agents import BaseAgent
+
+    hint = ""
+    if isinstance(target, BaseAgent):
+        hint = f" Wrap the agent first: App(name=..., root_agent={target.name}) or InMemoryRunner."
+    return TypeError(
+        f"adk_otel.instrument() takes {_ACCEPTED}; got {type(target).__module__}."
+        f"{type(target).__qualname__}.{hint}"
+    )
+
+
+def instrument(
+    target: Target,
+    *,
+    tracer_provider: trace.TracerProvider | None = None,
+    keep_adk_spans: bool | None = None,
+) -> Target:
+    """Trace every run of ``target`` and return it.
+
+    Adds an :class:`AdkOtelPlugin` ahead of the other plugins (so no other
+    plugin's early return can hide a hook from it) and, for a Runner, wraps
+    that instance's ``run_async`` / ``run_live`` so cancellation and early
+    close end every span. Calling it again is harmless; passing options again
+    reconfigures the existing plugin.
+    """
+    plugins = _plugin_list(target)
+    if plugins is None:
+        raise _reject(target)
+    existing = next((p for p in plugins if isinstance(p, AdkOtelPlugin)), None)
+    if existing is None:
+        existing = AdkOtelPlugin(tracer_provider=tracer_provider, keep_adk_spans=keep_adk_spans)
+        plugins.insert(0, existing)
+    elif tracer_provider is not None or keep_adk_spans is not None:
+        existing.configure(tracer_provider=tracer_provider, keep_adk_spans=keep_adk_spans)
+    existing.prepare()
+    if hasattr(target, "plugin_manager"):
+        runner_wrapper.wrap(target)
+    return target
+
+
+def uninstrument(target: Target) -> Target:
+    """Remove what :func:`instrument` added; spans still open are ended."""
+    plugins = _plugin_list(target)
+    if plugins is None:
+        raise _reject(target)
+    plugins[:] = [p for p in plugins if not isinstance(p, AdkOtelPlugin)]
+    if hasattr(target, "plugin_manager"):
+        runner_wrapper.unwrap(target)
+    return target
+
+
+def plugin_of(target: Any) -> AdkOtelPlugin | None:
+    """The adk-otel plugin on ``target``, if instrumented."""
+    plugins = _plugin_list(target) or []
+    return next((p for p in plugins if isinstance(p, AdkOtelPlugin)), None)

@@ -1,0 +1,208 @@
+"""Span bookkeeping: open a span, end it exactly once, sweep what is left.
+
+The ledger knows OpenTelemetry and nothing of ADK. Every span it opens is an
+:class:`Entry` in a tree that mirrors the span tree; ending an entry first ends
+its still-open descendants (as ``incomplete``, or ``cancelled`` when the
+parent was cancelled), so a child never outlives its parent and a sweep at the
+end of a run reaches everything ADK left open. Whichever closer gets there
+first wins; later ones are no-ops.
+
+An entry may also be made *current* (attached to the OpenTelemetry context) so
+that spans other libraries start during a tool or model call become its
+children. Detaching is done only when it is provably safe — the entry's
+context is still the current one in the same ``contextvars.Context`` —
+because a detach against a foreign token is what makes other instrumentations
+log "Failed to detach context" and leave an ended span current.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.trace import Span, Status, StatusCode
+from opentelemetry.util.types import AttributeValue
+
+from .semconv import ADK_CLOSE_REASON, ADK_OUTCOME, ERROR_TYPE, Outcome
+
+
+def error_type(error: BaseException) -> str:
+    """``error.type`` for an exception: the fully qualified class name."""
+    cls = type(error)
+    module = cls.__module__
+    return cls.__qualname__ if module == "builtins" else f"{module}.{cls.__qualname__}"
+
+
+@dataclass(eq=False, slots=True)
+class Entry:
+    """One open (or just ended) span and its place in the tree."""
+
+    span: Span
+    key: object
+    parent: Entry | None
+    children: list[Entry] = field(default_factory=list)
+    anchor: Any = None
+    """Strong reference to the object this entry is keyed on, so its ``id()``
+    cannot be reused by another object while the span is open."""
+    ended: bool = False
+    updates: int = 0
+    """How many intermediate updates (streamed chunks) the span has seen."""
+    _attached: otel_context.Context | None = None
+    _token: object = None
+
+    @property
+    def context(self) -> otel_context.Context:
+        """An OpenTelemetry context with this span as the current span."""
+        return trace.set_span_in_context(self.span)
+
+    def walk_open(self) -> Iterator[Entry]:
+        """Open descendants, deepest first."""
+        for child in list(self.children):
+            yield from child.walk_open()
+            if not child.ended:
+                yield child
+
+
+class Ledger:
+    """Opens spans on a tracer and ends each exactly once."""
+
+    def __init__(self, tracer: trace.Tracer) -> None:
+        self.tracer = tracer
+        self._lock = threading.Lock()
+        self._open: dict[object, Entry] = {}
+
+    def __len__(self) -> int:
+        return len(self._open)
+
+    def get(self, key: object) -> Entry | None:
+        return self._open.get(key)
+
+    def start(
+        self,
+        key: object,
+        name: str,
+        *,
+        parent: Entry | None = None,
+        parent_context: otel_context.Context | None = None,
+        kind: trace.SpanKind = trace.SpanKind.INTERNAL,
+        attributes: Mapping[str, AttributeValue] | None = None,
+        anchor: Any = None,
+    ) -> Entry:
+        """Open a span under ``parent`` (else ``parent_context``, else the
+        current context) and file it under ``key``."""
+        ctx = parent.context if parent is not None else parent_context
+        span = self.tracer.start_span(name, context=ctx, kind=kind, attributes=attributes)
+        entry = Entry(span=span, key=key, parent=parent, anchor=anchor)
+        with self._lock:
+            stale = self._open.get(key)
+            self._open[key] = entry
+            if parent is not None:
+                parent.children.append(entry)
+        if stale is not None:
+            # The same key opened twice without a close: never leak the first.
+            self._finish(stale, Outcome.INCOMPLETE, None, "reopened")
+        return entry
+
+    def attach(self, entry: Entry) -> None:
+        """Make ``entry`` the current span until it ends (see module doc)."""
+        ctx = entry.context
+        entry._token = otel_context.attach(ctx)
+        entry._attached = ctx
+
+    def end(
+        self,
+        key: object,
+        outcome: Outcome,
+        error: BaseException | None = None,
+        reason: str | None = None,
+    ) -> Entry | None:
+        """End the span filed under ``key``; a no-op when already ended."""
+        with self._lock:
+            entry = self._open.get(key)
+        if entry is None:
+            return None
+        self.end_entry(entry, outcome, error, reason)
+        return entry
+
+    def end_entry(
+        self,
+        entry: Entry,
+        outcome: Outcome,
+        error: BaseException | None = None,
+        reason: str | None = None,
+    ) -> None:
+        """End ``entry`` after its open descendants; exactly once."""
+        swept = Outcome.CANCELLED if outcome is Outcome.CANCELLED else Outcome.INCOMPLETE
+        sweep_reason = "cancelled" if swept is Outcome.CANCELLED else "parent_ended"
+        for child in entry.walk_open():
+            self._finish(child, swept, None, sweep_reason)
+        self._finish(entry, outcome, error, reason)
+
+    def end_all(self, outcome: Outcome, reason: str) -> int:
+        """End every open span (plugin close, shutdown). Returns how many."""
+        with self._lock:
+            roots = [e for e in self._open.values() if e.parent is None or e.parent.ended]
+        count = len(self._open)
+        for entry in roots:
+            self.end_entry(entry, outcome, None, reason)
+        with self._lock:
+            leftovers = list(self._open.values())
+        for entry in leftovers:
+            self._finish(entry, outcome, None, reason)
+        return count
+
+    def _finish(
+        self,
+        entry: Entry,
+        outcome: Outcome,
+        error: BaseException | None,
+        reason: str | None,
+    ) -> None:
+        with self._lock:
+            if entry.ended:
+                return
+            entry.ended = True
+            if self._open.get(entry.key) is entry:
+                del self._open[entry.key]
+            if entry.parent is not None:
+                try:
+                    entry.parent.children.remove(entry)
+                except ValueError:
+                    pass
+        span = entry.span
+        span.set_attribute(ADK_OUTCOME, outcome.value)
+        if reason:
+            span.set_attribute(ADK_CLOSE_REASON, reason)
+        if outcome is Outcome.OK:
+            span.set_status(Status(StatusCode.OK))
+        elif outcome is Outcome.ERROR:
+            if error is not None:
+                span.set_attribute(ERROR_TYPE, error_type(error))
+                span.record_exception(error, escaped=True)
+                span.set_status(Status(StatusCode.ERROR, f"{type(error).__name__}: {error}"))
+            else:
+                span.set_attribute(ERROR_TYPE, reason or "_OTHER")
+                span.set_status(Status(StatusCode.ERROR, reason))
+        self._detach(entry)
+        entry.anchor = None
+        span.end()
+
+    @staticmethod
+    def _detach(entry: Entry) -> None:
+        token, attached = entry._token, entry._attached
+        entry._token = entry._attached = None
+        if token is None or otel_context.get_current() is not attached:
+            return
+        var = getattr(token, "var", None)
+        if var is None:
+            return
+        try:
+            var.reset(token)
+        except (ValueError, RuntimeError):
+            # Current in a different contextvars.Context than the one it was
+            # attached in (another task): that context is not ours to touch.
+            pass

@@ -1,0 +1,387 @@
+"""``AdkOtelPlugin``: ADK plugin hooks -> span ledger calls.
+
+Each hook is a few lines: find the run, open or end a span. Hooks never raise
+into ADK (a failure is logged once and swallowed) and always return ``None``,
+so the plugin can never short-circuit or alter an agent run.
+
+Pairing a "before" with its terminal hook (see the project's lifecycle notes):
+a run by its ``InvocationContext`` object, an agent run by agent name within
+its run (a stack, for loop iterations and retries), a model call by the
+``EventActions`` object its callback context carries, a tool call by
+``(invocation_id, function_call_id)``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import itertools
+import logging
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import Any
+
+from google.adk.plugins.base_plugin import BasePlugin
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+
+from . import attributes as attrs
+from .ledger import Entry, Ledger
+from .pipeline import TelemetrySettings, resolve_tracer
+from .runner import CURRENT_WATCH, RunWatch
+from .semconv import ADK_MODEL_CHUNKS, Outcome
+
+logger = logging.getLogger(__name__)
+
+_HookFn = Callable[..., Coroutine[Any, Any, None]]
+
+
+def _never_raises(hook: _HookFn) -> _HookFn:
+    """Instrumentation failures are logged once per hook, never raised."""
+    reported = False
+
+    @functools.wraps(hook)
+    async def guarded(self: AdkOtelPlugin, **kwargs: Any) -> None:
+        nonlocal reported
+        try:
+            await hook(self, **kwargs)
+        except Exception:
+            if not reported:
+                reported = True
+                logger.warning("adk-otel: %s failed; tracing continues", hook.__name__, exc_info=True)
+        return None
+
+    return guarded
+
+
+@dataclass(eq=False)
+class _Run:
+    """One ``Runner.run_async`` (or ``run_live``) call as the plugin sees it."""
+
+    entry: Entry
+    invocation_id: str
+    watch: RunWatch | None
+    agents: dict[str, list[Entry]] = field(default_factory=dict)
+    task: asyncio.Task[Any] | None = None
+    on_task_done: Callable[[asyncio.Task[Any]], None] | None = None
+
+    @property
+    def closing_early(self) -> bool:
+        return self.watch is not None and self.watch.closing_early
+
+    def innermost_agent(self, name: str | None) -> Entry | None:
+        stack = self.agents.get(name or "")
+        while stack and stack[-1].ended:
+            stack.pop()
+        return stack[-1] if stack else None
+
+
+def _is_cancelled(error: BaseException | None = None) -> bool:
+    if isinstance(error, asyncio.CancelledError):
+        return True
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:
+        return False
+    return task is not None and task.cancelling() > 0
+
+
+class AdkOtelPlugin(BasePlugin):
+    """Traces ADK runs: invocation, agent, model-call and tool-call spans.
+
+    Usable on its own (``App(plugins=[AdkOtelPlugin()])`` or
+    ``adk web --extra_plugins adk_otel.AdkOtelPlugin``); ``adk_otel.instrument``
+    adds it for you and also wraps a Runner's generators so cancellation and
+    early close end every span.
+    """
+
+    def __init__(
+        self,
+        name: str = "adk_otel",
+        *,
+        tracer_provider: trace.TracerProvider | None = None,
+        keep_adk_spans: bool | None = None,
+    ) -> None:
+        super().__init__(name=name)
+        self._settings = TelemetrySettings(
+            tracer_provider=tracer_provider, keep_adk_spans=keep_adk_spans
+        )
+        self._ledger_instance: Ledger | None = None
+        if tracer_provider is not None or not isinstance(
+            trace.get_tracer_provider(), trace.ProxyTracerProvider
+        ):
+            # A provider is known now: resolve at once, so ADK's spans are
+            # switched off before the first run starts one.
+            self.prepare()
+        self._runs: dict[int, _Run] = {}
+        self._runs_by_invocation: dict[str, list[_Run]] = {}
+        self._keys = itertools.count()
+        # Agent spans opened with no run in sight (plugin added mid-run).
+        self._orphans: dict[tuple[str, str], Entry] = {}
+
+    # -- configuration ---------------------------------------------------
+
+    def configure(
+        self,
+        *,
+        tracer_provider: trace.TracerProvider | None = None,
+        keep_adk_spans: bool | None = None,
+    ) -> None:
+        """Point the plugin at another provider; open spans stay where they are."""
+        self._settings = TelemetrySettings(
+            tracer_provider=tracer_provider, keep_adk_spans=keep_adk_spans
+        )
+        self._ledger_instance = None
+        self.prepare()
+
+    def prepare(self) -> None:
+        """Resolve the tracer provider now (``instrument()`` calls this)."""
+        _ = self._ledger
+
+    @property
+    def _ledger(self) -> Ledger:
+        # Resolved on first use, so a plugin built at import time still picks
+        # up a provider the application configures later.
+        ledger = self._ledger_instance
+        if ledger is None:
+            ledger = self._ledger_instance = Ledger(resolve_tracer(self._settings))
+        return ledger
+
+    @property
+    def open_spans(self) -> int:
+        """How many spans this plugin has open right now."""
+        return len(self._ledger_instance) if self._ledger_instance else 0
+
+    # -- runs ------------------------------------------------------------
+
+    def _run_for(self, invocation_id: str | None) -> _Run | None:
+        runs = self._runs_by_invocation.get(invocation_id or "")
+        return runs[-1] if runs else None
+
+    def _open_run(self, invocation_context: Any) -> _Run:
+        entry = self._ledger.start(
+            ("run", id(invocation_context)),
+            attrs.invocation_span_name(invocation_context),
+            parent_context=otel_context.get_current(),
+            attributes=attrs.invocation(invocation_context),
+            anchor=invocation_context,
+        )
+        run = _Run(
+            entry=entry,
+            invocation_id=getattr(invocation_context, "invocation_id", ""),
+            watch=CURRENT_WATCH.get(),
+        )
+        self._runs[id(invocation_context)] = run
+        self._runs_by_invocation.setdefault(run.invocation_id, []).append(run)
+        if run.watch is not None:
+            run.watch.closers.append(functools.partial(self._close_run, run))
+        self._watch_task(run)
+        return run
+
+    def _watch_task(self, run: _Run) -> None:
+        """Plugin-only safety net (``adk web``, ``App``): if the task that
+        started the run ends while the run is still open, close it."""
+        try:
+            task = asyncio.current_task()
+        except RuntimeError:
+            return
+        if task is None:
+            return
+
+        def on_task_done(done: asyncio.Task[Any]) -> None:
+            outcome = Outcome.CANCELLED if done.cancelled() else Outcome.INCOMPLETE
+            self._close_run(run, outcome, "task_ended", None)
+
+        run.task, run.on_task_done = task, on_task_done
+        task.add_done_callback(on_task_done)
+
+    def _close_run(
+        self, run: _Run, outcome: Outcome, reason: str | None, error: BaseException | None
+    ) -> None:
+        if not run.entry.ended:
+            self._ledger.end_entry(run.entry, outcome, error, reason)
+        self._forget(run)
+
+    def _forget(self, run: _Run) -> None:
+        anchor_id = run.entry.key[1] if isinstance(run.entry.key, tuple) else None
+        if anchor_id is not None and self._runs.get(anchor_id) is run:
+            del self._runs[anchor_id]
+        runs = self._runs_by_invocation.get(run.invocation_id)
+        if runs and run in runs:
+            runs.remove(run)
+            if not runs:
+                del self._runs_by_invocation[run.invocation_id]
+        if run.task is not None and run.on_task_done is not None:
+            run.task.remove_done_callback(run.on_task_done)
+            run.task = run.on_task_done = None
+
+    # -- run hooks -------------------------------------------------------
+
+    @_never_raises
+    async def before_run_callback(self, *, invocation_context: Any) -> None:
+        self._open_run(invocation_context)
+
+    @_never_raises
+    async def after_run_callback(self, *, invocation_context: Any) -> None:
+        run = self._runs.get(id(invocation_context))
+        if run is None:
+            return
+        if run.closing_early:
+            self._close_run(run, Outcome.INCOMPLETE, "consumer_closed", None)
+        elif getattr(invocation_context, "is_aborted", False):
+            self._close_run(run, Outcome.CANCELLED, "aborted", None)
+        else:
+            self._close_run(run, Outcome.OK, None, None)
+
+    @_never_raises
+    async def on_run_error_callback(self, *, invocation_context: Any, error: Exception) -> None:
+        run = self._runs.get(id(invocation_context))
+        if run is None:
+            # Failed before our before_run (another plugin ahead of us raised):
+            # still show the failed invocation.
+            run = self._open_run(invocation_context)
+        self._close_run(run, Outcome.ERROR, None, error)
+
+    # -- agent hooks -----------------------------------------------------
+
+    @_never_raises
+    async def before_agent_callback(self, *, agent: Any, callback_context: Any) -> None:
+        run = self._run_for(callback_context.invocation_id)
+        parent: Entry | None = None
+        ancestor = getattr(agent, "parent_agent", None)
+        while run is not None and ancestor is not None:
+            parent = run.innermost_agent(ancestor.name)
+            if parent is not None:
+                break
+            ancestor = getattr(ancestor, "parent_agent", None)
+        if parent is None and run is not None:
+            parent = run.entry
+        entry = self._ledger.start(
+            ("agent", next(self._keys)),
+            f"invoke_agent {agent.name}",
+            parent=parent,
+            attributes=attrs.agent(agent, callback_context, getattr(ancestor, "name", None)),
+        )
+        if run is not None:
+            run.agents.setdefault(agent.name, []).append(entry)
+        else:
+            self._orphans[(callback_context.invocation_id, agent.name)] = entry
+
+    @_never_raises
+    async def after_agent_callback(self, *, agent: Any, callback_context: Any) -> None:
+        entry, run = self._agent_entry(agent, callback_context)
+        if entry is None:
+            return
+        if run is not None and run.closing_early:
+            self._ledger.end_entry(entry, Outcome.INCOMPLETE, None, "consumer_closed")
+        elif _is_cancelled() or getattr(callback_context, "is_aborted", False):
+            self._ledger.end_entry(entry, Outcome.CANCELLED, None, "cancelled")
+        else:
+            self._ledger.end_entry(entry, Outcome.OK)
+
+    @_never_raises
+    async def on_agent_error_callback(
+        self, *, agent: Any, callback_context: Any, error: Exception
+    ) -> None:
+        entry, _ = self._agent_entry(agent, callback_context)
+        if entry is not None:
+            self._end_failed(entry, error)
+
+    def _agent_entry(self, agent: Any, callback_context: Any) -> tuple[Entry | None, _Run | None]:
+        run = self._run_for(callback_context.invocation_id)
+        if run is None:
+            return self._orphans.pop((callback_context.invocation_id, agent.name), None), None
+        entry = run.innermost_agent(agent.name)
+        if entry is not None:
+            run.agents[agent.name].pop()
+        return entry, run
+
+    # -- model hooks -----------------------------------------------------
+
+    @_never_raises
+    async def before_model_callback(self, *, callback_context: Any, llm_request: Any) -> None:
+        run = self._run_for(callback_context.invocation_id)
+        parent = run.innermost_agent(callback_context.agent_name) if run else None
+        actions = callback_context.actions
+        entry = self._ledger.start(
+            ("model", id(actions)),
+            f"generate_content {attrs.model_name(llm_request)}",
+            parent=parent,
+            kind=trace.SpanKind.CLIENT,
+            attributes=attrs.model_request(callback_context, llm_request),
+            anchor=actions,
+        )
+        self._ledger.attach(entry)
+
+    @_never_raises
+    async def after_model_callback(self, *, callback_context: Any, llm_response: Any) -> None:
+        entry = self._ledger.get(("model", id(callback_context.actions)))
+        if entry is None:
+            return
+        if getattr(llm_response, "partial", False):
+            entry.updates += 1
+            entry.span.set_attribute(ADK_MODEL_CHUNKS, entry.updates)
+            return
+        entry.span.set_attributes(attrs.model_response(llm_response))
+        error_code = getattr(llm_response, "error_code", None)
+        if error_code:
+            self._ledger.end_entry(entry, Outcome.ERROR, None, str(error_code))
+        else:
+            self._ledger.end_entry(entry, Outcome.OK)
+
+    @_never_raises
+    async def on_model_error_callback(
+        self, *, callback_context: Any, llm_request: Any, error: Exception
+    ) -> None:
+        entry = self._ledger.get(("model", id(callback_context.actions)))
+        if entry is not None:
+            self._end_failed(entry, error)
+
+    # -- tool hooks ------------------------------------------------------
+
+    @_never_raises
+    async def before_tool_callback(self, *, tool: Any, tool_args: Any, tool_context: Any) -> None:
+        run = self._run_for(tool_context.invocation_id)
+        parent = run.innermost_agent(tool_context.agent_name) if run else None
+        entry = self._ledger.start(
+            ("tool", tool_context.invocation_id, tool_context.function_call_id),
+            f"execute_tool {tool.name}",
+            parent=parent,
+            attributes=attrs.tool(tool, tool_context),
+        )
+        self._ledger.attach(entry)
+
+    @_never_raises
+    async def after_tool_callback(
+        self, *, tool: Any, tool_args: Any, tool_context: Any, result: Any
+    ) -> None:
+        self._ledger.end(
+            ("tool", tool_context.invocation_id, tool_context.function_call_id), Outcome.OK
+        )
+
+    @_never_raises
+    async def on_tool_error_callback(
+        self, *, tool: Any, tool_args: Any, tool_context: Any, error: Exception
+    ) -> None:
+        entry = self._ledger.get(("tool", tool_context.invocation_id, tool_context.function_call_id))
+        if entry is not None:
+            self._end_failed(entry, error)
+
+    # -- shared ----------------------------------------------------------
+
+    def _end_failed(self, entry: Entry, error: BaseException) -> None:
+        if _is_cancelled(error):
+            self._ledger.end_entry(entry, Outcome.CANCELLED, None, "cancelled")
+        else:
+            self._ledger.end_entry(entry, Outcome.ERROR, error)
+
+    async def close(self) -> None:
+        """End anything still open (``Runner.close()`` calls this)."""
+        try:
+            if self._ledger_instance is not None:
+                self._ledger_instance.end_all(Outcome.INCOMPLETE, "plugin_closed")
+            for run in list(self._runs.values()):
+                self._forget(run)
+            self._orphans.clear()
+        except Exception:
+            logger.warning("adk-otel: close failed", exc_info=True)

@@ -1,0 +1,73 @@
+"""Attribute names and values adk-otel writes, in one place.
+
+GenAI semantic-convention names (``gen_ai.*``) where the conventions have one;
+``adk.*`` for what only ADK knows. Tests, the pytest plugin and the CLI read
+spans through these names, so renaming one here renames it everywhere.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+INSTRUMENTATION_SCOPE = "adk_otel"
+"""Instrumentation scope of every span adk-otel creates."""
+
+ADK_SCOPE = "gcp.vertex.agent"
+"""Instrumentation scope of ADK's own spans and metrics."""
+
+# adk-otel's own vocabulary
+ADK_SPAN_KIND = "adk.span.kind"
+ADK_OUTCOME = "adk.outcome"
+ADK_CLOSE_REASON = "adk.close_reason"
+ADK_APP_NAME = "adk.app.name"
+ADK_INVOCATION_ID = "adk.invocation.id"
+ADK_USER_ID = "adk.user.id"
+ADK_AGENT_PARENT = "adk.agent.parent"
+ADK_AGENT_TYPE = "adk.agent.type"
+ADK_TOOL_LONG_RUNNING = "adk.tool.long_running"
+ADK_MODEL_STREAMING = "adk.model.streaming"
+ADK_MODEL_CHUNKS = "adk.model.chunks"
+ADK_LIVE = "adk.live"
+
+# GenAI semantic conventions
+GEN_AI_OPERATION_NAME = "gen_ai.operation.name"
+GEN_AI_PROVIDER_NAME = "gen_ai.provider.name"
+GEN_AI_AGENT_NAME = "gen_ai.agent.name"
+GEN_AI_AGENT_DESCRIPTION = "gen_ai.agent.description"
+GEN_AI_CONVERSATION_ID = "gen_ai.conversation.id"
+GEN_AI_REQUEST_MODEL = "gen_ai.request.model"
+GEN_AI_RESPONSE_MODEL = "gen_ai.response.model"
+GEN_AI_RESPONSE_FINISH_REASONS = "gen_ai.response.finish_reasons"
+GEN_AI_USAGE_INPUT_TOKENS = "gen_ai.usage.input_tokens"
+GEN_AI_USAGE_OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
+GEN_AI_TOOL_NAME = "gen_ai.tool.name"
+GEN_AI_TOOL_CALL_ID = "gen_ai.tool.call.id"
+GEN_AI_TOOL_TYPE = "gen_ai.tool.type"
+GEN_AI_TOOL_DESCRIPTION = "gen_ai.tool.description"
+ERROR_TYPE = "error.type"
+
+OP_INVOKE_AGENT = "invoke_agent"
+OP_EXECUTE_TOOL = "execute_tool"
+OP_GENERATE_CONTENT = "generate_content"
+
+
+class SpanKind(StrEnum):
+    """Which ADK layer a span stands for (the value of ``adk.span.kind``)."""
+
+    INVOCATION = "invocation"
+    AGENT = "agent"
+    MODEL = "model"
+    TOOL = "tool"
+
+
+class Outcome(StrEnum):
+    """How an operation ended (the value of ``adk.outcome``).
+
+    ``cancelled`` and ``incomplete`` leave the span status UNSET: they are
+    outcomes, not errors.
+    """
+
+    OK = "ok"
+    ERROR = "error"
+    CANCELLED = "cancelled"
+    INCOMPLETE = "incomplete"
