@@ -17,6 +17,7 @@ log "Failed to detach context" and leave an ended span current.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -169,10 +170,8 @@ class Ledger:
             if self._open.get(entry.key) is entry:
                 del self._open[entry.key]
             if entry.parent is not None:
-                try:
+                with contextlib.suppress(ValueError):
                     entry.parent.children.remove(entry)
-                except ValueError:
-                    pass
         span = entry.span
         span.set_attribute(ADK_OUTCOME, outcome.value)
         if reason:
@@ -200,9 +199,7 @@ class Ledger:
         var = getattr(token, "var", None)
         if var is None:
             return
-        try:
+        # A token from a different contextvars.Context (another task) raises:
+        # that context is not ours to touch.
+        with contextlib.suppress(ValueError, RuntimeError):
             var.reset(token)
-        except (ValueError, RuntimeError):
-            # Current in a different contextvars.Context than the one it was
-            # attached in (another task): that context is not ours to touch.
-            pass

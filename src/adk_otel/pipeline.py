@@ -69,7 +69,9 @@ def keep_adk_spans(explicit: bool | None) -> bool:
         if value in ("1", "true", "yes", "on"):
             return True
         if value not in ("0", "false", "no", "off"):
-            logger.warning("adk-otel: %s=%r is not a boolean; ignoring it", KEEP_ADK_SPANS_ENV, value)
+            logger.warning(
+                "adk-otel: %s=%r is not a boolean; ignoring it", KEEP_ADK_SPANS_ENV, value
+            )
     return _ADK_SERVER_MODULE in sys.modules
 
 

@@ -48,7 +48,9 @@ def _never_raises(hook: _HookFn) -> _HookFn:
         except Exception:
             if not reported:
                 reported = True
-                logger.warning("adk-otel: %s failed; tracing continues", hook.__name__, exc_info=True)
+                logger.warning(
+                    "adk-otel: %s failed; tracing continues", hook.__name__, exc_info=True
+                )
         return None
 
     return guarded
@@ -230,6 +232,10 @@ class AdkOtelPlugin(BasePlugin):
             self._close_run(run, Outcome.INCOMPLETE, "consumer_closed", None)
         elif getattr(invocation_context, "is_aborted", False):
             self._close_run(run, Outcome.CANCELLED, "aborted", None)
+        elif _is_cancelled():
+            # Some ADK releases (2.5) run after_run while the task is being
+            # cancelled; an after hook means success only.
+            self._close_run(run, Outcome.CANCELLED, "cancelled", None)
         else:
             self._close_run(run, Outcome.OK, None, None)
 
@@ -363,7 +369,9 @@ class AdkOtelPlugin(BasePlugin):
     async def on_tool_error_callback(
         self, *, tool: Any, tool_args: Any, tool_context: Any, error: Exception
     ) -> None:
-        entry = self._ledger.get(("tool", tool_context.invocation_id, tool_context.function_call_id))
+        entry = self._ledger.get(
+            ("tool", tool_context.invocation_id, tool_context.function_call_id)
+        )
         if entry is not None:
             self._end_failed(entry, error)
 

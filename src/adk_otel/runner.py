@@ -15,8 +15,10 @@ replaced; ADK's classes and modules are never touched. ``Runner.run()`` calls
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
-from collections.abc import AsyncGenerator, Callable
+import types
+from collections.abc import AsyncGenerator, Callable, Generator
 from contextvars import ContextVar
 from typing import Any
 
@@ -44,27 +46,56 @@ class RunWatch:
 
 
 CURRENT_WATCH: ContextVar[RunWatch | None] = ContextVar("adk_otel_run_watch", default=None)
-"""Set only while the wrapper is inside ADK's generator, so ``before_run``
-can find the watch of the call it belongs to; never left set in the caller."""
+"""Set in the run's private context only, so ``before_run`` can find the
+watch of the call it belongs to."""
+
+
+@types.coroutine
+def _in_context(context: contextvars.Context, awaitable: Any) -> Generator[Any, Any, Any]:
+    """Await ``awaitable`` with each of its steps run inside ``context``.
+
+    ADK's generator is driven here, so every context change ADK makes (its own
+    span attaches, anything else) lives in the run's private context: nothing
+    ever leaks into the caller's, and closing the generator from another task
+    (asyncio finalising a dropped generator) still detaches against the
+    context that attached — no "Failed to detach context" on any ADK release.
+    """
+    step = awaitable.__await__()
+    value: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            if error is None:
+                suspended = context.run(step.send, value)
+            else:
+                suspended = context.run(step.throw, error)
+        except StopIteration as stop:
+            return stop.value
+        try:
+            value, error = (yield suspended), None
+        except GeneratorExit:
+            context.run(step.close)
+            raise
+        except BaseException as exc:  # cancellation included: ADK handles it in context
+            value, error = None, exc
 
 
 async def _watched(inner: AsyncGenerator[Any, None]) -> AsyncGenerator[Any, None]:
     watch = RunWatch()
+    context = contextvars.copy_context()
+    context.run(CURRENT_WATCH.set, watch)
     outcome, reason, error = Outcome.INCOMPLETE, "no_after_run", None
     try:
         while True:
-            token = CURRENT_WATCH.set(watch)
             try:
-                event = await inner.__anext__()
+                event = await _in_context(context, inner.__anext__())
             except StopAsyncIteration:
                 break
-            finally:
-                CURRENT_WATCH.reset(token)
             yield event
     except GeneratorExit:
         watch.closing_early = True
         outcome, reason = Outcome.INCOMPLETE, "consumer_closed"
-        await inner.aclose()
+        await _in_context(context, inner.aclose())
         raise
     except asyncio.CancelledError:
         outcome, reason = Outcome.CANCELLED, "cancelled"

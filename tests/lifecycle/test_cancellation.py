@@ -1,0 +1,191 @@
+"""Cancellation, early close and abandoned generators: every span still ends."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+from typing import Any
+
+import pytest
+from google.adk.apps import App
+from google.adk.runners import InMemoryRunner
+from google.genai import types
+
+import adk_otel
+from adk_otel.testing.model import Step, call, reply
+
+from .agents import clerk, runner_for
+from .harness import APP, USER, assert_clean, new_session, shape
+
+INV = f"invocation {APP}"
+
+
+def gated_tool(started: asyncio.Event, gate: asyncio.Event):
+    async def slow_lookup(sku: str) -> dict[str, Any]:
+        """Waits for the test to let it finish."""
+        started.set()
+        await gate.wait()
+        return {"sku": sku}
+
+    return slow_lookup
+
+
+async def consume(runner, session_id: str, sink: list[Any]) -> None:
+    async for event in runner.run_async(
+        user_id=USER, session_id=session_id, new_message=types.UserContent("go")
+    ):
+        sink.append(event)
+
+
+async def cancel_when(started: asyncio.Event, runner) -> list[Any]:
+    events: list[Any] = []
+    task = asyncio.create_task(consume(runner, await new_session(runner), events))
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    return events
+
+
+async def test_cancelled_during_tool(recorder, caplog):
+    started, gate = asyncio.Event(), asyncio.Event()
+    agent = clerk(
+        call("slow_lookup", {"sku": "A1"}), reply("done"), tools=[gated_tool(started, gate)]
+    )
+
+    await cancel_when(started, runner_for(agent))
+
+    assert_clean(recorder, caplog.records)
+    assert shape(recorder) == [
+        (0, INV, "UNSET", "cancelled"),
+        (1, "invoke_agent clerk", "UNSET", "cancelled"),
+        (2, "generate_content scripted-model", "OK", "ok"),
+        (2, "execute_tool slow_lookup", "UNSET", "cancelled"),
+    ]
+
+
+async def test_cancelled_during_model_call(recorder, caplog):
+    started, gate = asyncio.Event(), asyncio.Event()
+    agent = clerk(Step(parts=(types.Part(text="late"),), started=started, gate=gate))
+
+    await cancel_when(started, runner_for(agent))
+
+    assert_clean(recorder, caplog.records)
+    assert shape(recorder) == [
+        (0, INV, "UNSET", "cancelled"),
+        (1, "invoke_agent clerk", "UNSET", "cancelled"),
+        (2, "generate_content scripted-model", "UNSET", "cancelled"),
+    ]
+
+
+async def test_cancelled_with_plugin_only(recorder, caplog):
+    """An App (as under `adk run`): no runner wrapper, the task's end closes the run."""
+    started, gate = asyncio.Event(), asyncio.Event()
+    agent = clerk(Step(parts=(types.Part(text="late"),), started=started, gate=gate))
+    app = adk_otel.instrument(App(name=APP, root_agent=agent))
+
+    await cancel_when(started, InMemoryRunner(app=app))
+    await recorder.settle(lambda r: r.ended_named(INV))
+
+    assert_clean(recorder, caplog.records)
+    assert shape(recorder)[0] == (0, INV, "UNSET", "cancelled")
+    assert {row[3] for row in shape(recorder)} == {"cancelled"}
+
+
+async def test_consumer_closes_early(recorder, caplog):
+    runner = runner_for(clerk(call("lookup", {"sku": "A1"}), reply("done")))
+    session_id = await new_session(runner)
+    events = []
+    async with contextlib.aclosing(
+        runner.run_async(user_id=USER, session_id=session_id, new_message=types.UserContent("go"))
+    ) as stream:
+        async for event in stream:
+            events.append(event)
+            break
+
+    assert len(events) == 1
+    assert_clean(recorder, caplog.records)
+    rows = shape(recorder)
+    assert rows[0] == (0, INV, "UNSET", "incomplete")
+    assert rows[1] == (1, "invoke_agent clerk", "UNSET", "incomplete")
+    assert recorder.one(INV).attributes["adk.close_reason"] == "consumer_closed"
+
+
+async def test_consumer_breaks_and_drops_the_generator(recorder, caplog):
+    """No aclose(): asyncio finalises the dropped generator on a later loop turn."""
+    runner = runner_for(clerk(call("lookup", {"sku": "A1"}), reply("done")))
+    session_id = await new_session(runner)
+    async for _ in runner.run_async(
+        user_id=USER, session_id=session_id, new_message=types.UserContent("go")
+    ):
+        break
+
+    await recorder.settle(lambda r: r.ended_named(INV))
+
+    assert_clean(recorder, caplog.records)
+    assert shape(recorder)[0] == (0, INV, "UNSET", "incomplete")
+
+
+def test_sync_run_caller_stops_early(recorder, caplog):
+    """Runner.run() keeps running in ADK's own thread after the caller stops."""
+    runner = runner_for(clerk(call("lookup", {"sku": "A1"}), reply("done")))
+    session_id = asyncio.run(new_session(runner))
+    for _ in runner.run(user_id=USER, session_id=session_id, new_message=types.UserContent("go")):
+        break
+
+    recorder.wait_for(lambda r: r.ended_named(INV))
+
+    assert_clean(recorder, caplog.records)
+    rows = shape(recorder)
+    assert rows[0][0:2] == (0, INV)
+    # ADK finishes or cancels the rest in its thread, depending on how far it
+    # got: either way nothing is an error and everything ended.
+    assert {row[3] for row in rows} <= {"ok", "cancelled", "incomplete"}, rows
+
+
+def test_sync_run_to_the_end(recorder, caplog):
+    runner = runner_for(clerk(call("lookup", {"sku": "A1"}), reply("done")))
+    session_id = asyncio.run(new_session(runner))
+    events = list(
+        runner.run(user_id=USER, session_id=session_id, new_message=types.UserContent("go"))
+    )
+
+    recorder.wait_for(lambda r: r.ended_named(INV))
+
+    assert events
+    assert_clean(recorder, caplog.records)
+    assert [row[3] for row in shape(recorder)] == ["ok"] * 5
+
+
+@pytest.mark.skipif(
+    "abort_signal" not in inspect.signature(InMemoryRunner.run_async).parameters,
+    reason="abort_signal arrived after this google-adk",
+)
+async def test_abort_signal_is_an_outcome_not_an_error(recorder, caplog):
+    started, gate = asyncio.Event(), asyncio.Event()
+    abort = asyncio.Event()
+    agent = clerk(
+        call("slow_lookup", {"sku": "A1"}), reply("done"), tools=[gated_tool(started, gate)]
+    )
+    runner = runner_for(agent)
+    session_id = await new_session(runner)
+
+    async def run() -> None:
+        async for _ in runner.run_async(
+            user_id=USER,
+            session_id=session_id,
+            new_message=types.UserContent("go"),
+            abort_signal=abort,
+        ):
+            pass
+
+    task = asyncio.create_task(run())
+    await started.wait()
+    abort.set()
+    await task
+
+    assert_clean(recorder, caplog.records)
+    rows = shape(recorder)
+    assert rows[0] == (0, INV, "UNSET", "cancelled")
+    assert "ERROR" not in {row[2] for row in rows}
