@@ -35,8 +35,9 @@ def lookup(sku: str) -> dict[str, Any]:
 
 
 def stop_here(tool_context: ToolContext) -> dict[str, Any]:
-    """Ends the whole invocation after this tool."""
-    tool_context.get_invocation_context().end_invocation = True
+    """Ends the whole invocation after this tool (as ADK's own auth and
+    confirmation flows do; there is no public setter)."""
+    tool_context._invocation_context.end_invocation = True
     return {"stopped": True}
 
 
@@ -103,3 +104,10 @@ class AnsweringPlugin(BasePlugin):
 def runner_for(agent: BaseAgent, *plugins: BasePlugin, instrument: bool = True) -> InMemoryRunner:
     runner = InMemoryRunner(agent=agent, app_name=APP, plugins=list(plugins))
     return adk_otel.instrument(runner) if instrument else runner
+
+
+def unwrap_group(error: BaseException | None) -> BaseException | None:
+    """The single exception inside an ExceptionGroup (ADK 2.5 Parallel)."""
+    while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
+        error = error.exceptions[0]
+    return error

@@ -1,0 +1,134 @@
+"""``adk-otel demo``: a small multi-agent shop, traced end to end, offline.
+
+A Sequential pipeline of three agents runs on a scripted model: a catalog
+agent looks an item up, a payments agent charges a card (the tool fails: the
+card is declined), and a notifier that therefore never runs. The trace tree
+is printed; the failure shows as ERROR with ``error.type`` on the tool, each
+agent above it and the invocation. No network and no API key are needed.
+
+With ``OTEL_EXPORTER_OTLP_ENDPOINT`` set, the same spans also go over OTLP
+(e.g. to the collector of ``docker compose up``); ``--json FILE`` writes them
+as the collector's file exporter would, for ``adk-otel tree`` / ``check``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+APP_NAME = "shop"
+
+
+class PaymentDeclined(RuntimeError):
+    """The card was declined."""
+
+
+def lookup_item(sku: str) -> dict[str, Any]:
+    """Price and stock of an item."""
+    return {"sku": sku, "price_eur": 19.9, "in_stock": True}
+
+
+def charge_card(amount_eur: float) -> dict[str, Any]:
+    """Charge the customer's card."""
+    raise PaymentDeclined(f"card declined for {amount_eur} EUR")
+
+
+def build_app() -> Any:
+    """The demo's ``App``: catalog -> payments -> notifier."""
+    from google.adk.agents import LlmAgent, SequentialAgent
+    from google.adk.apps import App
+
+    from .testing.model import ScriptedModel, call, reply
+
+    catalog = LlmAgent(
+        name="catalog",
+        description="Finds items and prices.",
+        model=ScriptedModel(script=[call("lookup_item", {"sku": "MUG-1"}), reply("19.90 EUR")]),
+        tools=[lookup_item],
+    )
+    payments = LlmAgent(
+        name="payments",
+        description="Takes payment.",
+        model=ScriptedModel(script=[call("charge_card", {"amount_eur": 19.9}), reply("paid")]),
+        tools=[charge_card],
+    )
+    notifier = LlmAgent(
+        name="notifier",
+        description="Confirms the order.",
+        model=ScriptedModel(script=[reply("order confirmed")]),
+    )
+    pipeline = SequentialAgent(name="checkout", sub_agents=[catalog, payments, notifier])
+    return App(name=APP_NAME, root_agent=pipeline)
+
+
+async def run_once(app: Any) -> BaseException | None:
+    """One invocation of ``app``; the run's exception is returned, not raised."""
+    from google.adk.runners import InMemoryRunner
+    from google.genai import types
+
+    runner = InMemoryRunner(app=app)
+    session = await runner.session_service.create_session(app_name=APP_NAME, user_id="demo")
+    try:
+        async for _ in runner.run_async(
+            user_id="demo", session_id=session.id, new_message=types.UserContent("buy a mug")
+        ):
+            pass
+    except Exception as exc:
+        return exc
+    finally:
+        await runner.close()
+    return None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="adk-otel demo", description=__doc__.splitlines()[0])
+    parser.add_argument("--json", metavar="FILE", help="also write the trace as OTLP JSON")
+    args = parser.parse_args(argv)
+
+    import warnings
+
+    warnings.filterwarnings("ignore", category=DeprecationWarning)
+
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    import adk_otel
+
+    from .pipeline import build_tracer_provider
+    from .render import render_tree
+
+    os.environ.setdefault("OTEL_SERVICE_NAME", "adk-otel-demo")
+    endpoint = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or os.environ.get(
+        "OTEL_EXPORTER_OTLP_ENDPOINT"
+    )
+    # Offline unless an endpoint is asked for: no collector, no retries.
+    provider = build_tracer_provider() if endpoint else TracerProvider(resource=Resource.create())
+    memory = InMemorySpanExporter()
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    app = adk_otel.instrument(build_app(), tracer_provider=provider)
+
+    error = asyncio.run(run_once(app))
+    provider.force_flush(5_000)
+    spans = memory.get_finished_spans()
+    print(render_tree(spans, color=sys.stdout.isatty()))
+    if error is not None:
+        print(f"\nrun failed as scripted: {type(error).__name__}: {error}")
+    if endpoint:
+        print(f"spans exported over OTLP to {endpoint}")
+    if args.json:
+        from .otlp_json import write_spans
+
+        write_spans(args.json, spans)
+        print(f"trace written to {args.json}")
+    provider.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

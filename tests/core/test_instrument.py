@@ -1,0 +1,178 @@
+"""instrument() / uninstrument() / AdkOtelPlugin as a user meets them."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import pytest
+from google.adk.agents import LlmAgent
+from google.adk.apps import App
+from google.adk.runners import InMemoryRunner
+from google.genai import types
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+import adk_otel
+from adk_otel import AdkOtelPlugin
+from adk_otel.testing.model import ScriptedModel, call, reply
+
+
+def lookup(sku: str) -> dict:
+    """Stock for a SKU."""
+    return {"sku": sku, "stock": 1}
+
+
+def make_agent() -> LlmAgent:
+    return LlmAgent(
+        name="clerk",
+        model=ScriptedModel(script=[call("lookup", {"sku": "A1"}), reply("ok")]),
+        tools=[lookup],
+    )
+
+
+def memory_provider() -> tuple[TracerProvider, InMemorySpanExporter]:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    return provider, exporter
+
+
+async def run_once(runner: InMemoryRunner) -> list:
+    session = await runner.session_service.create_session(app_name=runner.app_name, user_id="u")
+    return [
+        event
+        async for event in runner.run_async(
+            user_id="u", session_id=session.id, new_message=types.UserContent("hi")
+        )
+    ]
+
+
+@pytest.mark.parametrize("target", [object(), "runner", 42, None])
+def test_rejects_what_it_cannot_instrument(target):
+    with pytest.raises(
+        TypeError, match=r"takes a google\.adk Runner .* or a google\.adk\.apps\.App"
+    ):
+        adk_otel.instrument(target)
+
+
+def test_agent_gets_a_hint():
+    with pytest.raises(
+        TypeError, match=r"Wrap the agent first: App\(name=\.\.\., root_agent=clerk\)"
+    ):
+        adk_otel.instrument(make_agent())
+
+
+async def test_runner_is_returned_instrumented_and_twice_is_harmless():
+    provider, exporter = memory_provider()
+    runner = InMemoryRunner(agent=make_agent(), app_name="shop")
+
+    assert adk_otel.instrument(runner, tracer_provider=provider) is runner
+    assert adk_otel.instrument(runner) is runner
+    plugins = [p for p in runner.plugin_manager.plugins if isinstance(p, AdkOtelPlugin)]
+    assert len(plugins) == 1
+    assert runner.plugin_manager.plugins[0] is plugins[0], "adk-otel must run first"
+
+    await run_once(runner)
+    names = [s.name for s in exporter.get_finished_spans()]
+    assert names.count("invocation shop") == 1
+    assert names.count("invoke_agent clerk") == 1
+
+
+async def test_uninstrument_restores_the_runner():
+    provider, exporter = memory_provider()
+    runner = InMemoryRunner(agent=make_agent(), app_name="shop")
+    original = runner.run_async
+    adk_otel.instrument(runner, tracer_provider=provider)
+    adk_otel.uninstrument(runner)
+
+    assert runner.run_async == original
+    assert not any(isinstance(p, AdkOtelPlugin) for p in runner.plugin_manager.plugins)
+    await run_once(runner)
+    assert exporter.get_finished_spans() == ()
+
+
+async def test_app_target_and_runner_built_from_it():
+    provider, exporter = memory_provider()
+    app = adk_otel.instrument(App(name="shop", root_agent=make_agent()), tracer_provider=provider)
+
+    assert isinstance(app.plugins[0], AdkOtelPlugin)
+    await run_once(InMemoryRunner(app=app))
+    assert "invocation shop" in [s.name for s in exporter.get_finished_spans()]
+
+
+async def test_reinstrument_with_a_new_provider_moves_spans():
+    first, first_spans = memory_provider()
+    second, second_spans = memory_provider()
+    runner = adk_otel.instrument(
+        InMemoryRunner(agent=make_agent(), app_name="shop"), tracer_provider=first
+    )
+    adk_otel.instrument(runner, tracer_provider=second)
+
+    await run_once(runner)
+    assert first_spans.get_finished_spans() == ()
+    assert len(second_spans.get_finished_spans()) == 5
+
+
+class ExplodingTracer(trace.Tracer):
+    def start_span(self, *args, **kwargs):
+        raise RuntimeError("tracer exploded")
+
+    def start_as_current_span(self, *args, **kwargs):
+        raise RuntimeError("tracer exploded")
+
+
+class ExplodingProvider(trace.TracerProvider):
+    def get_tracer(self, *args, **kwargs):
+        return ExplodingTracer()
+
+
+async def test_broken_telemetry_never_breaks_the_agent(caplog):
+    caplog.set_level(logging.WARNING, logger="adk_otel")
+    runner = adk_otel.instrument(
+        InMemoryRunner(agent=make_agent(), app_name="shop"), tracer_provider=ExplodingProvider()
+    )
+
+    events = await run_once(runner)
+    events += await run_once(runner)
+
+    assert events[-1].content.parts[0].text == "ok"
+    warnings = [r for r in caplog.records if r.name.startswith("adk_otel")]
+    assert warnings, "the failure must be reported"
+    # once per hook, not once per call
+    assert len(warnings) == len({r.getMessage() for r in warnings})
+
+
+async def test_plugin_close_ends_what_is_open():
+    provider, exporter = memory_provider()
+    started, gate = asyncio.Event(), asyncio.Event()
+    from adk_otel.testing.model import Step
+
+    agent = LlmAgent(
+        name="clerk",
+        model=ScriptedModel(
+            script=[Step(parts=(types.Part(text="x"),), started=started, gate=gate)]
+        ),
+    )
+    runner = InMemoryRunner(
+        agent=agent, app_name="shop", plugins=[AdkOtelPlugin(tracer_provider=provider)]
+    )
+    task = asyncio.ensure_future(run_once(runner))
+    await started.wait()
+    plugin = runner.plugin_manager.plugins[0]
+    assert plugin.open_spans == 3
+
+    await plugin.close()
+
+    assert plugin.open_spans == 0
+    outcomes = {s.name: s.attributes["adk.outcome"] for s in exporter.get_finished_spans()}
+    assert outcomes == {
+        "invocation shop": "incomplete",
+        "invoke_agent clerk": "incomplete",
+        "generate_content scripted-model": "incomplete",
+    }
+    gate.set()
+    await task
+    assert len(exporter.get_finished_spans()) == 3, "late hooks must not end spans twice"
