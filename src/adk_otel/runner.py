@@ -17,12 +17,15 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
+import logging
 import types
 from collections.abc import AsyncGenerator, Callable, Generator
 from contextvars import ContextVar
 from typing import Any
 
 from .semconv import Outcome
+
+logger = logging.getLogger(__name__)
 
 WRAPPED_METHODS = ("run_async", "run_live")
 _ORIGINAL = "__adk_otel_original__"
@@ -40,9 +43,14 @@ class RunWatch:
         self.closing_early = False
 
     def close_remaining(self, outcome: Outcome, reason: str, error: BaseException | None) -> None:
-        for closer in reversed(self.closers):
-            closer(outcome, reason, error)
-        self.closers.clear()
+        """End the runs still open; never raises (it runs in a ``finally``
+        where an exception would replace the user's own)."""
+        closers, self.closers = self.closers, []
+        for closer in reversed(closers):
+            try:
+                closer(outcome, reason, error)
+            except Exception:
+                logger.warning("adk-otel: closing a run failed", exc_info=True)
 
 
 CURRENT_WATCH: ContextVar[RunWatch | None] = ContextVar("adk_otel_run_watch", default=None)
