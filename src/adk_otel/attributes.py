@@ -6,10 +6,13 @@ costs one attribute on a span, never a broken run.
 
 from __future__ import annotations
 
+import os
+import re
 from typing import Any
 
 from opentelemetry.util.types import AttributeValue
 
+from . import content
 from . import semconv as sc
 
 Attributes = dict[str, AttributeValue]
@@ -44,6 +47,11 @@ def agent(agent_obj: Any, callback_context: Any, parent_name: str | None) -> Att
     _put(attributes, sc.GEN_AI_AGENT_NAME, getattr(agent_obj, "name", None))
     _put(attributes, sc.GEN_AI_AGENT_DESCRIPTION, getattr(agent_obj, "description", None))
     _put(attributes, sc.ADK_AGENT_PARENT, parent_name)
+    model = _agent_model(agent_obj)
+    if model is not None:
+        model_str = getattr(model, "model", None)
+        _put(attributes, sc.GEN_AI_PROVIDER_NAME, provider_name(model, model_str))
+        _put(attributes, sc.GEN_AI_REQUEST_MODEL, model_str)
     _put(attributes, sc.ADK_INVOCATION_ID, getattr(callback_context, "invocation_id", None))
     session = getattr(callback_context, "session", None)
     _put(attributes, sc.GEN_AI_CONVERSATION_ID, getattr(session, "id", None))
@@ -62,6 +70,11 @@ def model_request(callback_context: Any, llm_request: Any) -> Attributes:
     }
     _put(attributes, sc.GEN_AI_AGENT_NAME, getattr(callback_context, "agent_name", None))
     _put(attributes, sc.ADK_INVOCATION_ID, getattr(callback_context, "invocation_id", None))
+    model_str = getattr(llm_request, "model", None)
+    model = _agent_model(_calling_agent(callback_context))
+    if model is not None and getattr(model, "model", None) != model_str:
+        model = None  # a callback switched the model: trust the request
+    _put(attributes, sc.GEN_AI_PROVIDER_NAME, provider_name(model, model_str))
     return attributes
 
 
@@ -74,13 +87,33 @@ def model_response(llm_response: Any) -> Attributes:
         attributes[sc.GEN_AI_RESPONSE_FINISH_REASONS] = (str(reason).lower(),)
     usage = getattr(llm_response, "usage_metadata", None)
     if usage is not None:
-        _put(attributes, sc.GEN_AI_USAGE_INPUT_TOKENS, getattr(usage, "prompt_token_count", None))
+        # As ADK counts them: input includes server-side tool-use prompt
+        # tokens, output includes reasoning ("thoughts") tokens; cache reads
+        # and reasoning are subsets of those two.
+        prompt = getattr(usage, "prompt_token_count", None)
+        tool_prompt = getattr(usage, "tool_use_prompt_token_count", None)
+        candidates = getattr(usage, "candidates_token_count", None)
+        thoughts = getattr(usage, "thoughts_token_count", None)
+        _put(attributes, sc.GEN_AI_USAGE_INPUT_TOKENS, _sum(prompt, tool_prompt))
+        _put(attributes, sc.GEN_AI_USAGE_OUTPUT_TOKENS, _sum(candidates, thoughts))
         _put(
             attributes,
-            sc.GEN_AI_USAGE_OUTPUT_TOKENS,
-            getattr(usage, "candidates_token_count", None),
+            sc.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS,
+            getattr(usage, "cached_content_token_count", None),
         )
+        _put(
+            attributes,
+            sc.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS,
+            getattr(usage, "cache_creation_input_tokens", None),
+        )
+        _put(attributes, sc.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS, thoughts)
     return attributes
+
+
+def _sum(a: int | None, b: int | None) -> int | None:
+    if a is None and b is None:
+        return None
+    return (a or 0) + (b or 0)
 
 
 def tool(tool_obj: Any, tool_context: Any) -> Attributes:
@@ -89,9 +122,225 @@ def tool(tool_obj: Any, tool_context: Any) -> Attributes:
         sc.GEN_AI_OPERATION_NAME: sc.OP_EXECUTE_TOOL,
     }
     _put(attributes, sc.GEN_AI_TOOL_NAME, getattr(tool_obj, "name", None))
+    _put(attributes, sc.GEN_AI_TOOL_TYPE, tool_type(tool_obj))
+    _put(attributes, sc.GEN_AI_TOOL_DESCRIPTION, getattr(tool_obj, "description", None))
     _put(attributes, sc.GEN_AI_TOOL_CALL_ID, getattr(tool_context, "function_call_id", None))
     _put(attributes, sc.GEN_AI_AGENT_NAME, getattr(tool_context, "agent_name", None))
     _put(attributes, sc.ADK_INVOCATION_ID, getattr(tool_context, "invocation_id", None))
     if getattr(tool_obj, "is_long_running", False):
         attributes[sc.ADK_TOOL_LONG_RUNNING] = True
     return attributes
+
+
+# -- gen_ai.tool.type ---------------------------------------------------------
+
+# Nearest class in the tool's MRO wins. The registry's types: ``function``
+# (code run in-process with model-chosen arguments), ``extension`` (a call to
+# an external API), ``datastore`` (retrieval); AgentTool runs a whole agent,
+# which none of them describes, hence the custom ``agent``.
+_TOOL_TYPES = {
+    "AgentTool": sc.TOOL_TYPE_AGENT,
+    "BaseRetrievalTool": sc.TOOL_TYPE_DATASTORE,
+    "VertexAiSearchTool": sc.TOOL_TYPE_DATASTORE,
+    "DiscoveryEngineSearchTool": sc.TOOL_TYPE_DATASTORE,
+    "LoadMemoryTool": sc.TOOL_TYPE_DATASTORE,
+    "PreloadMemoryTool": sc.TOOL_TYPE_DATASTORE,
+    "RestApiTool": sc.TOOL_TYPE_EXTENSION,
+    "McpTool": sc.TOOL_TYPE_EXTENSION,
+    "GoogleApiTool": sc.TOOL_TYPE_EXTENSION,
+    "GoogleTool": sc.TOOL_TYPE_EXTENSION,
+    "IntegrationConnectorTool": sc.TOOL_TYPE_EXTENSION,
+    "FunctionTool": sc.TOOL_TYPE_FUNCTION,
+}
+_tool_type_cache: dict[type, str] = {}
+
+
+def tool_type(tool_obj: Any) -> str:
+    """``gen_ai.tool.type`` for an ADK tool (``function`` when nothing closer fits)."""
+    return tool_type_of(type(tool_obj))
+
+
+def tool_type_of(cls: type) -> str:
+    found = _tool_type_cache.get(cls)
+    if found is None:
+        found = next(
+            (_TOOL_TYPES[k.__name__] for k in cls.__mro__ if k.__name__ in _TOOL_TYPES),
+            sc.TOOL_TYPE_FUNCTION,
+        )
+        _tool_type_cache[cls] = found
+    return found
+
+
+# -- gen_ai.provider.name -----------------------------------------------------
+
+# LiteLLM provider prefixes with a registry name; other prefixes pass through.
+_LITELLM_PROVIDERS = {
+    "openai": "openai",
+    "azure": "azure.ai.openai",
+    "azure_ai": "azure.ai.inference",
+    "anthropic": sc.PROVIDER_ANTHROPIC,
+    "bedrock": "aws.bedrock",
+    "vertex_ai": sc.PROVIDER_VERTEX_AI,
+    "gemini": sc.PROVIDER_GEMINI,
+    "cohere": "cohere",
+    "cohere_chat": "cohere",
+    "mistral": "mistral_ai",
+    "groq": "groq",
+    "deepseek": "deepseek",
+    "xai": "x_ai",
+    "perplexity": "perplexity",
+    "watsonx": "ibm.watsonx.ai",
+    "moonshot": "moonshot_ai",
+}
+_GEMINI_NAME = re.compile(r"^(models/)?gem(ini|ma)-", re.IGNORECASE)
+_provider_kind_cache: dict[type, str] = {}
+
+
+def _env_true(name: str) -> bool | None:
+    value = os.environ.get(name)
+    if value is None:
+        return None
+    return value.strip().lower() in ("1", "true", "yes", "on")
+
+
+def _google_provider() -> str:
+    """Gemini API or Vertex AI, the way google-genai picks its backend."""
+    enterprise = _env_true("GOOGLE_GENAI_USE_ENTERPRISE")
+    vertex = enterprise if enterprise is not None else _env_true("GOOGLE_GENAI_USE_VERTEXAI")
+    return sc.PROVIDER_VERTEX_AI if vertex else sc.PROVIDER_GEMINI
+
+
+def _prefix_provider(model_str: str) -> str | None:
+    prefix, sep, _ = model_str.partition("/")
+    if not sep or not prefix:
+        return None
+    prefix = prefix.lower()
+    return _LITELLM_PROVIDERS.get(prefix, prefix)
+
+
+def _kind(model_obj: Any) -> str:
+    cls = type(model_obj)
+    kind = _provider_kind_cache.get(cls)
+    if kind is None:
+        names = {k.__name__ for k in cls.__mro__}
+        if "ApigeeLlm" in names:
+            kind = "apigee"
+        elif "Gemini" in names:
+            kind = "google"
+        elif "AnthropicLlm" in names or "Claude" in names:
+            kind = "anthropic"
+        elif "LiteLlm" in names:
+            kind = "litellm"
+        else:
+            kind = "unknown"
+        _provider_kind_cache[cls] = kind
+    return kind
+
+
+def provider_name(model_obj: Any, model_str: str | None) -> str | None:
+    """``gen_ai.provider.name`` from the model object, else the model string.
+
+    Gemini classes: ``gcp.vertex_ai`` or ``gcp.gemini`` by the google-genai
+    backend variables; Anthropic classes: ``anthropic``; LiteLLM: its
+    provider prefix. ``None`` (attribute omitted) when unknown, e.g. a custom
+    ``BaseLlm``.
+    """
+    model_str = model_str or ""
+    kind = _kind(model_obj) if model_obj is not None else "string"
+    if kind == "google":
+        return _google_provider()
+    if kind == "anthropic":
+        return sc.PROVIDER_ANTHROPIC
+    if kind == "litellm":
+        return _prefix_provider(model_str)
+    if kind == "apigee":
+        model_str = model_str.removeprefix("apigee/")
+    elif kind == "unknown":
+        return None
+    # Only a model name to go on.
+    if _GEMINI_NAME.match(model_str) or model_str.startswith("projects/"):
+        return _google_provider()
+    if model_str.lower().startswith("claude"):
+        return sc.PROVIDER_ANTHROPIC
+    return _prefix_provider(model_str)
+
+
+def _agent_model(agent_obj: Any) -> Any:
+    """The agent's resolved model object (LlmAgent), else ``None``."""
+    if agent_obj is None:
+        return None
+    try:
+        return getattr(agent_obj, "canonical_model", None)
+    except Exception:
+        return None  # an unresolvable model name: ADK reports that itself
+
+
+def _calling_agent(callback_context: Any) -> Any:
+    # CallbackContext exposes only the agent's name; the agent object sits on
+    # the invocation context behind it (the same in ADK 2.5 through 2.13).
+    return getattr(getattr(callback_context, "_invocation_context", None), "agent", None)
+
+
+# -- content (read only when capture is on) ------------------------------------
+
+
+def request_contents(llm_request: Any) -> list[Any]:
+    return list(getattr(llm_request, "contents", None) or ())
+
+
+def request_system_instruction(llm_request: Any) -> Any:
+    return getattr(getattr(llm_request, "config", None), "system_instruction", None)
+
+
+def response_content(llm_response: Any) -> Any:
+    return getattr(llm_response, "content", None)
+
+
+def finish_reason(llm_response: Any) -> str | None:
+    reason = getattr(llm_response, "finish_reason", None)
+    if reason is None:
+        return None
+    return str(getattr(reason, "value", reason)).lower()
+
+
+def user_content(invocation_context: Any) -> Any:
+    """The run's user message, after any plugin rewrote it in on_user_message."""
+    return getattr(invocation_context, "user_content", None)
+
+
+def final_response(event: Any) -> Any:
+    """The event's content if it is an agent's final response, else ``None``."""
+    if getattr(event, "author", "user") == "user" or getattr(event, "partial", False):
+        return None
+    content = getattr(event, "content", None)
+    if content is None or not getattr(content, "parts", None):
+        return None
+    is_final = getattr(event, "is_final_response", None)
+    return content if callable(is_final) and is_final() else None
+
+
+def user_messages(invocation_context: Any) -> list[dict[str, Any]] | None:
+    message = user_content(invocation_context)
+    return content.messages([message]) if message is not None else None
+
+
+def final_output_messages(event: Any) -> list[dict[str, Any]] | None:
+    message = final_response(event)
+    if message is None:
+        return None
+    return content.output_message(message, finish_reason(event))
+
+
+def model_input_messages(llm_request: Any) -> list[dict[str, Any]]:
+    return content.messages(request_contents(llm_request))
+
+
+def model_system_instructions(llm_request: Any) -> list[dict[str, Any]]:
+    return content.system_instructions(request_system_instruction(llm_request))
+
+
+def model_output_messages(llm_response: Any) -> list[dict[str, Any]] | None:
+    message = response_content(llm_response)
+    if message is None:
+        return None
+    return content.output_message(message, finish_reason(llm_response))

@@ -7,6 +7,7 @@ from typing import Any, TypeVar
 from opentelemetry import trace
 
 from . import runner as runner_wrapper
+from .content import Redactor
 from .plugin import AdkOtelPlugin
 
 Target = TypeVar("Target")
@@ -48,8 +49,19 @@ def instrument(
     *,
     tracer_provider: trace.TracerProvider | None = None,
     keep_adk_spans: bool | None = None,
+    meter_provider: Any = None,
+    capture_content: bool | str | None = None,
+    content_max_length: int | None = None,
+    redact: Redactor | None = None,
 ) -> Target:
     """Trace every run of ``target`` and return it.
+
+    ``meter_provider`` receives the GenAI metrics (default: the global one).
+    ``capture_content`` (a bool or ``SPAN_ONLY``/``EVENT_ONLY``/
+    ``SPAN_AND_EVENT``/``NO_CONTENT``; default: the
+    ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` variable, else off)
+    records prompts, outputs, tool arguments and results, each passed through
+    ``redact(key, value)`` and cut to ``content_max_length`` characters.
 
     Adds an :class:`AdkOtelPlugin` ahead of the other plugins (so no other
     plugin's early return can hide a hook from it) and, for a Runner, wraps
@@ -61,11 +73,19 @@ def instrument(
     if plugins is None:
         raise _reject(target)
     existing = next((p for p in plugins if isinstance(p, AdkOtelPlugin)), None)
+    options = {
+        "tracer_provider": tracer_provider,
+        "keep_adk_spans": keep_adk_spans,
+        "meter_provider": meter_provider,
+        "capture_content": capture_content,
+        "content_max_length": content_max_length,
+        "redact": redact,
+    }
     if existing is None:
-        existing = AdkOtelPlugin(tracer_provider=tracer_provider, keep_adk_spans=keep_adk_spans)
+        existing = AdkOtelPlugin(**options)
         plugins.insert(0, existing)
-    elif tracer_provider is not None or keep_adk_spans is not None:
-        existing.configure(tracer_provider=tracer_provider, keep_adk_spans=keep_adk_spans)
+    elif any(value is not None for value in options.values()):
+        existing.configure(**options)
     existing.prepare()
     if hasattr(target, "plugin_manager"):
         runner_wrapper.wrap(target)

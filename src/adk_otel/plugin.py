@@ -26,10 +26,14 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 
 from . import attributes as attrs
-from .ledger import Entry, Ledger
+from . import semconv as sc
+from .content import ContentCapture, ContentSettings, Redactor
+from .content import resolve as resolve_content
+from .ledger import Entry
+from .metrics import TelemetryLedger, resolve_instruments
 from .pipeline import TelemetrySettings, resolve_tracer
 from .runner import CURRENT_WATCH, RunWatch
-from .semconv import ADK_MODEL_CHUNKS, Outcome
+from .semconv import ADK_MODEL_CHUNKS, LIVE_MODEL_REQUEST_EVENT, Outcome
 
 logger = logging.getLogger(__name__)
 
@@ -63,6 +67,7 @@ class _Run:
     entry: Entry
     invocation_id: str
     watch: RunWatch | None
+    live: bool = False
     agents: dict[str, list[Entry]] = field(default_factory=dict)
     task: asyncio.Task[Any] | None = None
     on_task_done: Callable[[asyncio.Task[Any]], None] | None = None
@@ -103,12 +108,21 @@ class AdkOtelPlugin(BasePlugin):
         *,
         tracer_provider: trace.TracerProvider | None = None,
         keep_adk_spans: bool | None = None,
+        meter_provider: Any = None,
+        capture_content: bool | str | None = None,
+        content_max_length: int | None = None,
+        redact: Redactor | None = None,
     ) -> None:
         super().__init__(name=name)
         self._settings = TelemetrySettings(
-            tracer_provider=tracer_provider, keep_adk_spans=keep_adk_spans
+            tracer_provider=tracer_provider,
+            keep_adk_spans=keep_adk_spans,
+            meter_provider=meter_provider,
         )
-        self._ledger_instance: Ledger | None = None
+        self._content_settings = ContentSettings(capture_content, content_max_length, redact)
+        self._content: ContentCapture | None = None
+        """Active content policy; None (content capture off) skips all content work."""
+        self._ledger_instance: TelemetryLedger | None = None
         if tracer_provider is not None or not isinstance(
             trace.get_tracer_provider(), trace.ProxyTracerProvider
         ):
@@ -128,11 +142,18 @@ class AdkOtelPlugin(BasePlugin):
         *,
         tracer_provider: trace.TracerProvider | None = None,
         keep_adk_spans: bool | None = None,
+        meter_provider: Any = None,
+        capture_content: bool | str | None = None,
+        content_max_length: int | None = None,
+        redact: Redactor | None = None,
     ) -> None:
         """Point the plugin at another provider; open spans stay where they are."""
         self._settings = TelemetrySettings(
-            tracer_provider=tracer_provider, keep_adk_spans=keep_adk_spans
+            tracer_provider=tracer_provider,
+            keep_adk_spans=keep_adk_spans,
+            meter_provider=meter_provider,
         )
+        self._content_settings = ContentSettings(capture_content, content_max_length, redact)
         self._ledger_instance = None
         self.prepare()
 
@@ -141,12 +162,16 @@ class AdkOtelPlugin(BasePlugin):
         _ = self._ledger
 
     @property
-    def _ledger(self) -> Ledger:
+    def _ledger(self) -> TelemetryLedger:
         # Resolved on first use, so a plugin built at import time still picks
-        # up a provider the application configures later.
+        # up a provider (and content settings) the application configures later.
         ledger = self._ledger_instance
         if ledger is None:
-            ledger = self._ledger_instance = Ledger(resolve_tracer(self._settings))
+            self._content = resolve_content(self._content_settings)
+            ledger = self._ledger_instance = TelemetryLedger(
+                resolve_tracer(self._settings),
+                resolve_instruments(self._settings.meter_provider),
+            )
         return ledger
 
     @property
@@ -172,6 +197,7 @@ class AdkOtelPlugin(BasePlugin):
             entry=entry,
             invocation_id=getattr(invocation_context, "invocation_id", ""),
             watch=CURRENT_WATCH.get(),
+            live=getattr(invocation_context, "live_request_queue", None) is not None,
         )
         self._runs[id(invocation_context)] = run
         self._runs_by_invocation.setdefault(run.invocation_id, []).append(run)
@@ -191,6 +217,11 @@ class AdkOtelPlugin(BasePlugin):
             return
 
         def on_task_done(done: asyncio.Task[Any]) -> None:
+            if run.closing_early:
+                # The task is ADK's own (run_live's event pump), cancelled by
+                # ADK because our consumer is closing the run early.
+                self._close_run(run, Outcome.INCOMPLETE, "consumer_closed", None)
+                return
             outcome = Outcome.CANCELLED if done.cancelled() else Outcome.INCOMPLETE
             self._close_run(run, outcome, "task_ended", None)
 
@@ -221,7 +252,11 @@ class AdkOtelPlugin(BasePlugin):
 
     @_never_raises
     async def before_run_callback(self, *, invocation_context: Any) -> None:
-        self._open_run(invocation_context)
+        run = self._open_run(invocation_context)
+        if self._content is not None:
+            self._capture(
+                run.entry, sc.GEN_AI_INPUT_MESSAGES, attrs.user_messages, invocation_context
+            )
 
     @_never_raises
     async def after_run_callback(self, *, invocation_context: Any) -> None:
@@ -307,7 +342,17 @@ class AdkOtelPlugin(BasePlugin):
     @_never_raises
     async def before_model_callback(self, *, callback_context: Any, llm_request: Any) -> None:
         run = self._run_for(callback_context.invocation_id)
-        parent = run.innermost_agent(callback_context.agent_name) if run else None
+        # No agent span for the caller (a workflow node): the run is its parent.
+        parent = (run.innermost_agent(callback_context.agent_name) or run.entry) if run else None
+        if run is not None and run.live and parent is not None:
+            # A live session calls before_model per user content and never
+            # after_model: an event says it happened without a span that
+            # could never end honestly.
+            parent.span.add_event(
+                LIVE_MODEL_REQUEST_EVENT,
+                {sc.GEN_AI_REQUEST_MODEL: attrs.model_name(llm_request)},
+            )
+            return
         actions = callback_context.actions
         entry = self._ledger.start(
             ("model", id(actions)),
@@ -318,6 +363,18 @@ class AdkOtelPlugin(BasePlugin):
             anchor=actions,
         )
         self._ledger.attach(entry)
+        if self._content is not None:
+            event = sc.GEN_AI_INFERENCE_DETAILS_EVENT
+            self._capture(
+                entry, sc.GEN_AI_INPUT_MESSAGES, attrs.model_input_messages, llm_request, event
+            )
+            self._capture(
+                entry,
+                sc.GEN_AI_SYSTEM_INSTRUCTIONS,
+                attrs.model_system_instructions,
+                llm_request,
+                event,
+            )
 
     @_never_raises
     async def after_model_callback(self, *, callback_context: Any, llm_response: Any) -> None:
@@ -328,7 +385,17 @@ class AdkOtelPlugin(BasePlugin):
             entry.updates += 1
             entry.span.set_attribute(ADK_MODEL_CHUNKS, entry.updates)
             return
-        entry.span.set_attributes(attrs.model_response(llm_response))
+        response = attrs.model_response(llm_response)
+        entry.span.set_attributes(response)
+        self._ledger.responded(entry, response)
+        if self._content is not None:
+            self._capture(
+                entry,
+                sc.GEN_AI_OUTPUT_MESSAGES,
+                attrs.model_output_messages,
+                llm_response,
+                sc.GEN_AI_INFERENCE_DETAILS_EVENT,
+            )
         error_code = getattr(llm_response, "error_code", None)
         if error_code:
             self._ledger.end_entry(entry, Outcome.ERROR, None, str(error_code))
@@ -348,7 +415,8 @@ class AdkOtelPlugin(BasePlugin):
     @_never_raises
     async def before_tool_callback(self, *, tool: Any, tool_args: Any, tool_context: Any) -> None:
         run = self._run_for(tool_context.invocation_id)
-        parent = run.innermost_agent(tool_context.agent_name) if run else None
+        # A workflow tool node has no agent span: the run is its parent.
+        parent = (run.innermost_agent(tool_context.agent_name) or run.entry) if run else None
         entry = self._ledger.start(
             ("tool", tool_context.invocation_id, tool_context.function_call_id),
             f"execute_tool {tool.name}",
@@ -356,14 +424,17 @@ class AdkOtelPlugin(BasePlugin):
             attributes=attrs.tool(tool, tool_context),
         )
         self._ledger.attach(entry)
+        if self._content is not None:
+            self._capture(entry, sc.GEN_AI_TOOL_CALL_ARGUMENTS, _same, tool_args)
 
     @_never_raises
     async def after_tool_callback(
         self, *, tool: Any, tool_args: Any, tool_context: Any, result: Any
     ) -> None:
-        self._ledger.end(
-            ("tool", tool_context.invocation_id, tool_context.function_call_id), Outcome.OK
-        )
+        key = ("tool", tool_context.invocation_id, tool_context.function_call_id)
+        if self._content is not None and (entry := self._ledger.get(key)) is not None:
+            self._capture(entry, sc.GEN_AI_TOOL_CALL_RESULT, _same, result)
+        self._ledger.end(key, Outcome.OK)
 
     @_never_raises
     async def on_tool_error_callback(
@@ -374,6 +445,37 @@ class AdkOtelPlugin(BasePlugin):
         )
         if entry is not None:
             self._end_failed(entry, error)
+
+    # -- content capture (off by default; see content.py) ---------------
+
+    async def on_event_callback(self, *, invocation_context: Any, event: Any) -> None:
+        # Called for every event: with capture off, do nothing at all.
+        if self._content is not None:
+            await self._capture_final_response(invocation_context=invocation_context, event=event)
+        return None
+
+    @_never_raises
+    async def _capture_final_response(self, *, invocation_context: Any, event: Any) -> None:
+        run = self._runs.get(id(invocation_context))
+        if run is not None and not run.entry.ended:
+            self._capture(run.entry, sc.GEN_AI_OUTPUT_MESSAGES, attrs.final_output_messages, event)
+
+    def _capture(
+        self,
+        entry: Entry,
+        key: str,
+        build: Callable[[Any], Any],
+        source: Any,
+        event: str = sc.ADK_CONTENT_EVENT,
+    ) -> None:
+        """Record ``build(source)`` as ``key``; built only for a recorded span."""
+        capture = self._content
+        if capture is None or not entry.span.is_recording():
+            return
+        try:
+            capture.record(self._ledger, entry, key, build(source), event)
+        except Exception:
+            logger.debug("adk-otel: content capture failed for %s", key, exc_info=True)
 
     # -- shared ----------------------------------------------------------
 
@@ -393,3 +495,7 @@ class AdkOtelPlugin(BasePlugin):
             self._orphans.clear()
         except Exception:
             logger.warning("adk-otel: close failed", exc_info=True)
+
+
+def _same(value: Any) -> Any:
+    return value

@@ -28,6 +28,14 @@ ADK_TOOL_LONG_RUNNING = "adk.tool.long_running"
 ADK_MODEL_STREAMING = "adk.model.streaming"
 ADK_MODEL_CHUNKS = "adk.model.chunks"
 ADK_LIVE = "adk.live"
+LIVE_MODEL_REQUEST_EVENT = "adk.live.model_request"
+"""Span event on the agent span for each model request of a live session."""
+ADK_MODEL_CALL_COUNT = "adk.model_call.count"
+"""Model calls made under an agent or invocation span, AgentTool runs included."""
+ADK_TOOL_CALL_COUNT = "adk.tool_call.count"
+"""Tool calls made under an agent or invocation span, AgentTool runs included."""
+ADK_CONTENT_EVENT = "adk.content"
+"""Span event carrying an invocation's or tool call's content in EVENT modes."""
 
 # GenAI semantic conventions
 GEN_AI_OPERATION_NAME = "gen_ai.operation.name"
@@ -44,11 +52,40 @@ GEN_AI_TOOL_NAME = "gen_ai.tool.name"
 GEN_AI_TOOL_CALL_ID = "gen_ai.tool.call.id"
 GEN_AI_TOOL_TYPE = "gen_ai.tool.type"
 GEN_AI_TOOL_DESCRIPTION = "gen_ai.tool.description"
+GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS = "gen_ai.usage.cache_read.input_tokens"
+GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS = "gen_ai.usage.cache_creation.input_tokens"
+GEN_AI_USAGE_REASONING_OUTPUT_TOKENS = "gen_ai.usage.reasoning.output_tokens"
+GEN_AI_TOKEN_TYPE = "gen_ai.token.type"
+GEN_AI_INPUT_MESSAGES = "gen_ai.input.messages"
+GEN_AI_OUTPUT_MESSAGES = "gen_ai.output.messages"
+GEN_AI_SYSTEM_INSTRUCTIONS = "gen_ai.system_instructions"
+GEN_AI_TOOL_CALL_ARGUMENTS = "gen_ai.tool.call.arguments"
+GEN_AI_TOOL_CALL_RESULT = "gen_ai.tool.call.result"
+GEN_AI_INFERENCE_DETAILS_EVENT = "gen_ai.client.inference.operation.details"
 ERROR_TYPE = "error.type"
 
 OP_INVOKE_AGENT = "invoke_agent"
 OP_EXECUTE_TOOL = "execute_tool"
 OP_GENERATE_CONTENT = "generate_content"
+
+# gen_ai.provider.name values (GenAI registry); LiteLLM prefixes outside it pass through.
+PROVIDER_GEMINI = "gcp.gemini"
+PROVIDER_VERTEX_AI = "gcp.vertex_ai"
+PROVIDER_ANTHROPIC = "anthropic"
+
+# gen_ai.tool.type values: the registry's three, plus ``agent`` for AgentTool,
+# which none of them describes (the registry allows custom values).
+TOOL_TYPE_FUNCTION = "function"
+TOOL_TYPE_EXTENSION = "extension"
+TOOL_TYPE_DATASTORE = "datastore"
+TOOL_TYPE_AGENT = "agent"
+
+# Metrics: GenAI semantic-convention instruments, plus one adk-otel counter.
+METRIC_CLIENT_OPERATION_DURATION = "gen_ai.client.operation.duration"
+METRIC_CLIENT_TOKEN_USAGE = "gen_ai.client.token.usage"
+METRIC_INVOKE_AGENT_DURATION = "gen_ai.invoke_agent.duration"
+METRIC_EXECUTE_TOOL_DURATION = "gen_ai.execute_tool.duration"
+METRIC_INVOCATION_COUNT = "adk.invocation.count"
 
 
 class SpanKind(StrEnum):

@@ -164,6 +164,7 @@ class ScriptedLiveConnection(BaseLlmConnection):
         self._request = llm_request
         self._inbox: asyncio.Queue[types.Content | None] = asyncio.Queue()
         self._turn = 0
+        self._closed = False
 
     async def send_history(self, history: list[types.Content]) -> None:
         if history and history[-1].role == "user":
@@ -176,7 +177,13 @@ class ScriptedLiveConnection(BaseLlmConnection):
         return None
 
     async def receive(self) -> AsyncGenerator[LlmResponse, None]:
-        while (content := await self._inbox.get()) is not None:
+        # ADK calls receive() again after each turn; once closed, a
+        # connection answers nothing instead of waiting forever.
+        while not self._closed:
+            content = await self._inbox.get()
+            if content is None:
+                self._closed = True
+                return
             if content.parts and all(p.function_response for p in content.parts):
                 continue
             step = self._model.script[min(self._turn, len(self._model.script) - 1)]

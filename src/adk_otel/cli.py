@@ -1,0 +1,317 @@
+"""``adk-otel``: look at and check traces in OTLP JSON files.
+
+::
+
+    adk-otel tree traces.jsonl                  # print the span tree(s)
+    adk-otel tree traces.jsonl --normalized     # the snapshot form
+    adk-otel check traces.jsonl --expect spec.yaml
+    adk-otel demo [ARGS...]                     # run the bundled demo app
+
+``FILE`` is OTLP JSON as the OpenTelemetry Collector's ``file`` exporter (or
+``adk_otel.otlp_json.OtlpJsonFileExporter``) writes it; ``-`` reads stdin.
+Exit codes: 0 fine, 1 the check failed (the actual tree and every failed
+expectation are printed), 2 unusable input (one line on stderr).
+
+Spec format (YAML; unknown keys are rejected, naming the key)::
+
+    traces: 1                 # optional: exactly this many traces
+    allow_unended: false      # optional: spans without an end time fail the check
+    spans:                    # each entry must hold; all are checked
+      - name: invocation shop         # exact span name, or name_matches: <regex>
+        outcome: ok                   # ok | error | cancelled | incomplete
+      - tool: lookup                  # shortcuts: invocation: <app>, agent: <name>,
+        status: ERROR                 #   model: <name>, tool: <name>
+        error: ValueError             # error.type, its class name or status message
+        parent: invoke_agent root     # parent span's name (or a selector mapping)
+        count: 1                      # exactly N (default: at least one)
+      - kind: model                   # invocation | agent | model | tool
+        span_kind: CLIENT             # OpenTelemetry span kind
+        under: {agent: root}          # any ancestor
+        attributes: {gen_ai.request.model: scripted-model}
+      - name_matches: "^execute_tool delete"
+        count: 0                      # must not happen
+    tree:                     # the shape: one root (or a list of roots)
+      name: invocation shop
+      children:               # in start order; "..." allows anything there
+        - name: invoke_agent root
+          outcome: error
+          children:
+            - generate_content scripted-model   # a bare name: children unchecked
+            - name: execute_tool lookup
+              error: ValueError
+            - "..."
+
+Tree nodes take ``name``/``name_matches``, ``kind``, ``span_kind``,
+``status``, ``outcome``, ``error``, ``attributes``, ``ended``, ``count``
+(N in a row), ``children`` (``[]``: none) and ``ordered: false``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from .otlp_json import OtlpJsonError, loads_spans, read_spans
+from .query import (
+    SpanQuery,
+    SpecError,
+    parse_tree,
+    render_expected,
+    tree_mismatch,
+    unknown_key,
+)
+from .render import render_normalized, render_tree
+from .trace_model import Forest, SpanRecord
+
+PROG = "adk-otel"
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+
+_TOP_KEYS = ("traces", "allow_unended", "spans", "tree")
+_SELECTOR_KEYS = (
+    "name",
+    "name_matches",
+    "kind",
+    "span_kind",
+    "invocation",
+    "agent",
+    "model",
+    "tool",
+    "status",
+    "outcome",
+    "error",
+    "attributes",
+    "parent",
+    "under",
+)
+_SPAN_KEYS = (*_SELECTOR_KEYS, "count")
+
+
+class UsageError(Exception):
+    """Unusable input: reported as one line, exit code 2."""
+
+
+# -- the spec ------------------------------------------------------------------
+
+
+def load_spec(path: Path) -> dict[str, Any]:
+    import yaml
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{path}: cannot read the spec ({exc})") from None
+    try:
+        spec = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or "syntax error"
+        raise UsageError(f"{path}: invalid YAML{where} ({problem})") from None
+    if spec is None:
+        raise UsageError(f"{path}: the spec is empty")
+    if not isinstance(spec, dict):
+        raise UsageError(f"{path}: the spec must be a mapping with keys {', '.join(_TOP_KEYS)}")
+    for key in spec:
+        if key not in _TOP_KEYS:
+            raise UsageError(f"{path}: unknown key {key!r}; allowed: {', '.join(_TOP_KEYS)}")
+    return spec
+
+
+def _mapping(value: Any, where: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise SpecError(f"{where}: expected a mapping; got {value!r}")
+    return value
+
+
+_QUERY_METHODS = {
+    "name": "named",
+    "name_matches": "matching",
+    "kind": "kind",
+    "span_kind": "span_kind",
+    "invocation": "invocation",
+    "agent": "agent",
+    "model": "model",
+    "tool": "tool",
+    "status": "status",
+    "outcome": "outcome",
+    "error": "error",
+}
+
+
+def build_query(base: SpanQuery, selector: Mapping[str, Any], where: str) -> SpanQuery:
+    """A :class:`SpanQuery` from one ``spans:`` entry (``count`` aside)."""
+    query = base
+    for key, value in selector.items():
+        if key == "count":
+            continue
+        if key not in _SELECTOR_KEYS:
+            raise unknown_key(key, _SPAN_KEYS, where)
+        try:
+            if key in _QUERY_METHODS:
+                query = getattr(query, _QUERY_METHODS[key])(value)
+            elif key == "attributes":
+                for attr, expected in _mapping(value, f"{where}: attributes").items():
+                    query = query.attr(str(attr), expected)
+            else:
+                other = (
+                    base.named(value)
+                    if isinstance(value, str)
+                    else build_query(base, _mapping(value, f"{where}: {key}"), f"{where}: {key}")
+                )
+                query = query.children_of(other) if key == "parent" else query.under(other)
+        except SpecError as exc:
+            message = str(exc)
+            raise SpecError(
+                message if message.startswith(where) else f"{where}: {message}"
+            ) from None
+        except (re.error, TypeError) as exc:
+            raise SpecError(f"{where}: {key}: {exc}") from None
+    return query
+
+
+def _check_spans(base: SpanQuery, entries: Any) -> tuple[int, list[str]]:
+    if not isinstance(entries, list):
+        raise SpecError("spans: expected a list of span entries")
+    failures: list[str] = []
+    for index, entry in enumerate(entries):
+        where = f"spans[{index}]"
+        entry = _mapping(entry, where)
+        count = entry.get("count")
+        if count is not None and (
+            not isinstance(count, int) or isinstance(count, bool) or count < 0
+        ):
+            raise SpecError(f"{where}: count must be a whole number >= 0; got {count!r}")
+        query = build_query(base, entry, where)
+        found = query.all()
+        ok = len(found) == count if count is not None else bool(found)
+        if not ok:
+            wanted = f"exactly {count}" if count is not None else "at least 1"
+            failures.append(f"{where} ({query.description}): expected {wanted}, found {len(found)}")
+    return len(entries), failures
+
+
+def run_check(records: list[SpanRecord], spec: Mapping[str, Any]) -> tuple[int, list[str], str]:
+    """Check ``records`` against ``spec``: (expectations, failures, report extra)."""
+    forest = Forest(records)
+    base = SpanQuery(forest)
+    checked, failures = 0, []
+    extra = ""
+    traces = spec.get("traces")
+    if traces is not None:
+        if not isinstance(traces, int) or isinstance(traces, bool) or traces < 0:
+            raise SpecError(f"traces must be a whole number >= 0; got {traces!r}")
+        checked += 1
+        found = len({record.trace_id for record in records})
+        if found != traces:
+            failures.append(f"traces: expected {traces}, found {found}")
+    allow_unended = spec.get("allow_unended", False)
+    if not isinstance(allow_unended, bool):
+        raise SpecError(f"allow_unended must be true or false; got {allow_unended!r}")
+    if not allow_unended:
+        checked += 1
+        unended = base.unended().all()
+        if unended:
+            names = ", ".join(repr(record.name) for record in unended)
+            failures.append(f"{len(unended)} span(s) never ended: {names}")
+    if "spans" in spec:
+        count, span_failures = _check_spans(base, spec["spans"])
+        checked += count
+        failures += span_failures
+    if "tree" in spec:
+        expected = parse_tree(spec["tree"])
+        checked += 1
+        reason = tree_mismatch(forest, expected)
+        if reason is not None:
+            failures.append(f"tree: {reason}")
+            extra = f"expected tree:\n{render_expected(expected)}\n\n"
+    return checked, failures, extra
+
+
+# -- commands ------------------------------------------------------------------
+
+
+def _read(file: str) -> list[SpanRecord]:
+    if file == "-":
+        return loads_spans(sys.stdin.read(), source="<stdin>")
+    return read_spans(Path(file))
+
+
+def cmd_tree(args: argparse.Namespace) -> tuple[int, str]:
+    records = _read(args.file)
+    if args.normalized:
+        return EXIT_OK, render_normalized(records)
+    return EXIT_OK, render_tree(records, color=args.color) + "\n"
+
+
+def cmd_check(args: argparse.Namespace) -> tuple[int, str]:
+    spec = load_spec(Path(args.expect))
+    try:
+        run_check([], spec)  # a malformed spec is reported whatever the traces hold
+    except SpecError as exc:
+        raise UsageError(f"{args.expect}: {exc}") from None
+    records = _read(args.file)
+    checked, failures, extra = run_check(records, spec)
+    forest = Forest(records)
+    summary = f"{len(forest)} spans in {len(forest.trace_ids())} trace(s)"
+    if not failures:
+        return EXIT_OK, f"adk-otel check: OK ({checked} expectations, {summary})\n"
+    lines = [f"adk-otel check: FAILED ({len(failures)} of {checked} expectations, {summary})"]
+    lines += [f"  FAIL {failure}" for failure in failures]
+    report = "\n".join(lines) + "\n\n" + extra
+    return EXIT_FAILED, report + f"actual trace:\n{render_tree(forest, color=args.color)}\n"
+
+
+def cmd_demo(argv: Sequence[str]) -> int:
+    from . import demo
+
+    return int(demo.main(list(argv)) or 0)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG, description="Look at and check adk-otel traces in OTLP JSON files."
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    tree = commands.add_parser("tree", help="print the span tree of an OTLP JSON file")
+    tree.add_argument("file", metavar="FILE", help="OTLP JSON (JSON Lines) file, or - for stdin")
+    tree.add_argument("--normalized", action="store_true", help="print the snapshot form")
+    tree.add_argument("--color", action="store_true", help="colour the output")
+    check = commands.add_parser("check", help="check an OTLP JSON file against a YAML spec")
+    check.add_argument("file", metavar="FILE", help="OTLP JSON (JSON Lines) file, or - for stdin")
+    check.add_argument("--expect", required=True, metavar="SPEC", help="YAML spec to check")
+    check.add_argument("--color", action="store_true", help="colour the printed tree")
+    commands.add_parser("demo", help="run the demo app (arguments are passed on)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; returns the exit code."""
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    if args_list[:1] == ["demo"]:
+        return cmd_demo(args_list[1:])
+    try:
+        args = build_parser().parse_args(args_list)
+    except SystemExit as exc:  # --help, or a usage error already printed
+        return int(exc.code or 0) if not isinstance(exc.code, str) else EXIT_BAD_INPUT
+    try:
+        code, output = cmd_tree(args) if args.command == "tree" else cmd_check(args)
+    except (UsageError, OtlpJsonError, SpecError, OSError) as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    try:
+        sys.stdout.write(output)
+        sys.stdout.flush()
+    except BrokenPipeError:  # `adk-otel tree ... | head`: the reader has enough
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

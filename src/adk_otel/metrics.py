@@ -1,0 +1,402 @@
+"""Roll-ups, metrics and end-of-span content events, kept beside the span ledger.
+
+:class:`TelemetryLedger` extends the plugin's :class:`~adk_otel.ledger.Ledger`
+at ``start`` and ``_finish``, the one place every span ends, so spans ADK never
+closes (swept, cancelled, closed early) get their numbers too:
+
+* **Roll-ups.** Model-call token usage and model/tool call counts are added to
+  every agent and invocation span above the call and written as that span
+  ends. The walk follows ``Entry.parent`` and hops from an ``AgentTool``'s
+  nested run to the calling tool span, so callers include sub-agents' spend.
+* **Metrics** (only with a meter provider), in the GenAI conventions' names,
+  units and bucket advice: ``gen_ai.client.operation.duration``,
+  ``gen_ai.client.token.usage``, ``gen_ai.invoke_agent.duration``,
+  ``gen_ai.execute_tool.duration`` for operations that ended ok or in error
+  (with ``error.type``), and ``adk.invocation.count`` for every run by outcome.
+* **Content events** (content capture in an EVENT mode): one span event per
+  span, emitted as it ends, with everything captured for it.
+
+ADK records the four ``gen_ai`` streams itself (meter scope
+``gcp.vertex.agent``, global meter provider). To avoid doubles, ADK's meter is
+switched off there through the SDK's meter configurator whenever adk-otel
+records them; where it cannot be, or ``ADK_OTEL_KEEP_ADK_METRICS=true`` keeps
+it, adk-otel leaves those streams to ADK and records ``adk.invocation.count``
+only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import time
+import weakref
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from opentelemetry import context as otel_context
+from opentelemetry import metrics, trace
+from opentelemetry.util.types import AttributeValue
+
+from . import semconv as sc
+from .ledger import Entry, Ledger, error_type
+from .semconv import Outcome
+from .version import __version__
+
+logger = logging.getLogger(__name__)
+
+KEEP_ADK_METRICS_ENV = "ADK_OTEL_KEEP_ADK_METRICS"
+_SUPPRESSING = "_adk_otel_suppresses_adk_meter"
+
+# Bucket advice from the GenAI metric conventions.
+DURATION_BUCKETS = (
+    0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92,
+)  # fmt: skip
+AGENT_DURATION_BUCKETS = (
+    0.1, 0.2, 0.4, 0.8, 1.6, 3.2, 6.4, 12.8, 25.6, 51.2, 102.4, 204.8, 409.6,
+)  # fmt: skip
+TOKEN_BUCKETS = (
+    1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864,
+)  # fmt: skip
+
+_AGENT, _MODEL, _TOOL, _INVOCATION = (
+    sc.SpanKind.AGENT.value,
+    sc.SpanKind.MODEL.value,
+    sc.SpanKind.TOOL.value,
+    sc.SpanKind.INVOCATION.value,
+)
+_ROLLUP_KINDS = (_AGENT, _INVOCATION)
+# Span attributes each metric keeps as its own dimensions.
+_DIMENSIONS = {
+    _MODEL: (
+        sc.GEN_AI_OPERATION_NAME,
+        sc.GEN_AI_PROVIDER_NAME,
+        sc.GEN_AI_REQUEST_MODEL,
+    ),
+    _AGENT: (sc.GEN_AI_AGENT_NAME, sc.GEN_AI_REQUEST_MODEL),
+    _TOOL: (sc.GEN_AI_TOOL_NAME, sc.GEN_AI_TOOL_TYPE, sc.GEN_AI_AGENT_NAME),
+    _INVOCATION: (sc.ADK_APP_NAME,),
+}
+_INFERENCE_EVENT_KEYS = (
+    sc.GEN_AI_OPERATION_NAME,
+    sc.GEN_AI_PROVIDER_NAME,
+    sc.GEN_AI_REQUEST_MODEL,
+)
+
+
+def _dimensions(facts: _Facts, keys: tuple[str, ...] | None = None) -> dict[str, AttributeValue]:
+    """A span's metric (or event) attributes, read from its start attributes."""
+    start = facts.attributes
+    keys = _DIMENSIONS.get(facts.kind, ()) if keys is None else keys
+    dims = {k: start[k] for k in keys if k in start}
+    if facts.response_model is not None and facts.kind == _MODEL:
+        dims[sc.GEN_AI_RESPONSE_MODEL] = facts.response_model
+    return dims
+
+
+# -- instruments -----------------------------------------------------------------
+
+
+class Instruments:
+    """The metric instruments of one meter provider, created once."""
+
+    def __init__(self, meter: metrics.Meter, *, overlapping: bool) -> None:
+        self.overlapping = overlapping
+        """False when ADK records the four GenAI streams itself."""
+        self.invocations = meter.create_counter(
+            sc.METRIC_INVOCATION_COUNT,
+            unit="{invocation}",
+            description="Agent runs (Runner.run_async / run_live calls), by outcome.",
+        )
+        if not overlapping:
+            return
+        self.operation_duration = meter.create_histogram(
+            sc.METRIC_CLIENT_OPERATION_DURATION,
+            unit="s",
+            description="GenAI operation duration.",
+            explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
+        )
+        self.token_usage = meter.create_histogram(
+            sc.METRIC_CLIENT_TOKEN_USAGE,
+            unit="{token}",
+            description="Number of input and output tokens used.",
+            explicit_bucket_boundaries_advisory=TOKEN_BUCKETS,
+        )
+        self.agent_duration = meter.create_histogram(
+            sc.METRIC_INVOKE_AGENT_DURATION,
+            unit="s",
+            description="The end-to-end duration of a single agent invocation.",
+            explicit_bucket_boundaries_advisory=AGENT_DURATION_BUCKETS,
+        )
+        self.tool_duration = meter.create_histogram(
+            sc.METRIC_EXECUTE_TOOL_DURATION,
+            unit="s",
+            description="The duration of a single tool execution.",
+            explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
+        )
+
+
+_instruments: weakref.WeakKeyDictionary[Any, Instruments] = weakref.WeakKeyDictionary()
+
+
+def resolve_instruments(explicit: metrics.MeterProvider | None) -> Instruments | None:
+    """Instruments on the provider passed in, else the global one; ``None``
+    (no metric work at all) when neither is a real provider."""
+    provider = explicit if explicit is not None else metrics.get_meter_provider()
+    if not _is_real(provider):
+        return None
+    try:
+        cached = _instruments.get(provider)
+    except TypeError:
+        cached = None
+    if cached is not None:
+        return cached
+    overlapping = not _adk_meter_active()
+    created = Instruments(
+        provider.get_meter(sc.INSTRUMENTATION_SCOPE, __version__), overlapping=overlapping
+    )
+    with contextlib.suppress(TypeError):  # a provider that takes no weak reference
+        _instruments[provider] = created
+    return created
+
+
+def _is_real(provider: Any) -> bool:
+    # The API's placeholders: the proxy before a provider is set, and no-op.
+    return provider is not None and type(provider).__name__ not in (
+        "_ProxyMeterProvider",
+        "ProxyMeterProvider",
+        "NoOpMeterProvider",
+    )
+
+
+def keep_adk_metrics() -> bool:
+    value = os.environ.get(KEEP_ADK_METRICS_ENV, "").strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value and value not in ("0", "false", "no", "off"):
+        logger.warning("adk-otel: %s=%r is not a boolean; ignoring it", KEEP_ADK_METRICS_ENV, value)
+    return False
+
+
+def _adk_meter_active() -> bool:
+    """Whether ADK's own GenAI metrics reach a real provider (after trying to
+    switch them off there)."""
+    provider = metrics.get_meter_provider()
+    if not _is_real(provider):
+        return False  # ADK's meter records into nothing
+    if keep_adk_metrics():
+        return True
+    return not suppress_adk_metrics(provider)
+
+
+def suppress_adk_metrics(provider: Any) -> bool:
+    """Switch ADK's meter (scope ``gcp.vertex.agent``) off on ``provider``;
+    False when this provider or SDK cannot."""
+    if getattr(provider, _SUPPRESSING, False):
+        return True
+    setter = getattr(provider, "_set_meter_configurator", None)
+    try:
+        from opentelemetry.sdk.metrics._internal import _MeterConfig
+    except ImportError:
+        setter = None
+    if setter is None:
+        logger.info(
+            "adk-otel: cannot switch ADK's own metrics off on %s; leaving the GenAI "
+            "duration and token metrics to ADK",
+            type(provider).__name__,
+        )
+        return False
+    previous = getattr(provider, "_meter_configurator", None)
+    disabled = _MeterConfig(is_enabled=False)
+
+    def configurator(scope: Any) -> Any:
+        if scope.name == sc.ADK_SCOPE:
+            return disabled
+        return previous(scope) if previous is not None else _MeterConfig()
+
+    try:
+        setter(meter_configurator=configurator)
+    except Exception:
+        logger.info("adk-otel: switching ADK's own metrics off failed", exc_info=True)
+        return False
+    setattr(provider, _SUPPRESSING, True)
+    return True
+
+
+# -- per-span bookkeeping ----------------------------------------------------------
+
+
+@dataclass(slots=True, eq=False)
+class _Facts:
+    kind: str
+    up: Entry | None
+    """Where totals roll to: the parent entry, or the calling tool's entry."""
+    attributes: Mapping[str, AttributeValue]
+    """The span's start attributes (the plugin's own dict, never changed)."""
+    started: int = 0
+    response_model: AttributeValue | None = None
+    model_calls: int = 0
+    tool_calls: int = 0
+    tokens: dict[str, int] | None = None
+    event: dict[str, AttributeValue] | None = None
+    event_name: str = ""
+
+
+_USAGE_KEYS = (
+    sc.GEN_AI_USAGE_INPUT_TOKENS,
+    sc.GEN_AI_USAGE_OUTPUT_TOKENS,
+    sc.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS,
+    sc.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS,
+    sc.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS,
+)
+
+
+class TelemetryLedger(Ledger):
+    """A :class:`Ledger` that also rolls usage up, records metrics and emits
+    deferred content events (see the module doc)."""
+
+    def __init__(self, tracer: trace.Tracer, instruments: Instruments | None = None) -> None:
+        super().__init__(tracer)
+        self.instruments = instruments
+        self._facts: dict[Entry, _Facts] = {}
+        self._tools_by_span: dict[int, Entry] = {}
+
+    def start(self, key: object, name: str, **options: Any) -> Entry:
+        entry = super().start(key, name, **options)
+        attributes: Mapping[str, AttributeValue] = options.get("attributes") or {}
+        kind = str(attributes.get(sc.ADK_SPAN_KIND, ""))
+        up = entry.parent
+        if up is None and kind == _INVOCATION:
+            up = self._calling_tool(options.get("parent_context"))
+        facts = _Facts(kind=kind, up=up, attributes=attributes)
+        if self.instruments is not None:
+            facts.started = time.perf_counter_ns()
+        self._facts[entry] = facts
+        if kind == _MODEL:
+            for totals in self._above(facts):
+                totals.model_calls += 1
+        elif kind == _TOOL:
+            for totals in self._above(facts):
+                totals.tool_calls += 1
+            span_id = entry.span.get_span_context().span_id
+            if span_id:
+                self._tools_by_span[span_id] = entry
+        return entry
+
+    def _calling_tool(self, parent_context: otel_context.Context | None) -> Entry | None:
+        if not self._tools_by_span:
+            return None
+        span_id = trace.get_current_span(parent_context).get_span_context().span_id
+        return self._tools_by_span.get(span_id)
+
+    def _above(self, facts: _Facts) -> list[_Facts]:
+        """Open agent and invocation entries a span's numbers roll up to."""
+        out = []
+        entry = facts.up
+        while entry is not None:
+            found = self._facts.get(entry)
+            if found is None:  # already ended: nothing to add to, keep climbing
+                entry = entry.parent
+                continue
+            if found.kind in _ROLLUP_KINDS:
+                out.append(found)
+            entry = found.up
+        return out
+
+    def responded(self, entry: Entry, attributes: Mapping[str, AttributeValue]) -> None:
+        """A model call's final response attributes (usage, response model)."""
+        facts = self._facts.get(entry)
+        if facts is None:
+            return
+        usage = [(k, int(attributes[k])) for k in _USAGE_KEYS if k in attributes]  # type: ignore[call-overload]
+        if usage:
+            for totals in self._above(facts):
+                tokens = totals.tokens if totals.tokens is not None else {}
+                for k, v in usage:
+                    tokens[k] = tokens.get(k, 0) + v
+                totals.tokens = tokens
+        facts.response_model = attributes.get(sc.GEN_AI_RESPONSE_MODEL)
+        instruments = self.instruments
+        if instruments is None or not instruments.overlapping:
+            return
+        dims = _dimensions(facts)
+        for key, token_type in (
+            (sc.GEN_AI_USAGE_INPUT_TOKENS, "input"),
+            (sc.GEN_AI_USAGE_OUTPUT_TOKENS, "output"),
+        ):
+            value = attributes.get(key)
+            if value is not None:
+                instruments.token_usage.record(
+                    value,  # type: ignore[arg-type]
+                    {**dims, sc.GEN_AI_TOKEN_TYPE: token_type},
+                )
+
+    def add_event_attributes(
+        self, entry: Entry, name: str, attributes: Mapping[str, AttributeValue]
+    ) -> None:
+        """Content for the span event emitted when ``entry`` ends."""
+        facts = self._facts.get(entry)
+        if facts is None:
+            return
+        if facts.event is None:
+            facts.event = {}
+        facts.event_name = name
+        facts.event.update(attributes)
+
+    def _finish(
+        self,
+        entry: Entry,
+        outcome: Outcome,
+        error: BaseException | None,
+        reason: str | None,
+    ) -> None:
+        facts = self._facts.pop(entry, None)
+        if facts is None or entry.ended:
+            super()._finish(entry, outcome, error, reason)
+            return
+        if facts.kind == _TOOL:
+            self._tools_by_span.pop(entry.span.get_span_context().span_id, None)
+        span = entry.span
+        if facts.kind in _ROLLUP_KINDS and span.is_recording():
+            span.set_attributes(
+                {
+                    sc.ADK_MODEL_CALL_COUNT: facts.model_calls,
+                    sc.ADK_TOOL_CALL_COUNT: facts.tool_calls,
+                    **(facts.tokens or {}),
+                }
+            )
+        if facts.event is not None:
+            event = facts.event
+            if facts.kind == _MODEL:
+                event = {**_dimensions(facts, _INFERENCE_EVENT_KEYS), **event}
+            span.add_event(facts.event_name, event)
+        super()._finish(entry, outcome, error, reason)
+        if self.instruments is not None:
+            self._record(facts, outcome, error, reason)
+
+    def _record(
+        self,
+        facts: _Facts,
+        outcome: Outcome,
+        error: BaseException | None,
+        reason: str | None,
+    ) -> None:
+        instruments = self.instruments
+        assert instruments is not None
+        dims = _dimensions(facts)
+        if outcome is Outcome.ERROR:
+            dims[sc.ERROR_TYPE] = error_type(error) if error is not None else reason or "_OTHER"
+        if facts.kind == _INVOCATION:
+            dims[sc.ADK_OUTCOME] = outcome.value
+            instruments.invocations.add(1, dims)
+            return
+        if not instruments.overlapping or outcome not in (Outcome.OK, Outcome.ERROR):
+            return
+        seconds = (time.perf_counter_ns() - facts.started) / 1e9
+        if facts.kind == _MODEL:
+            instruments.operation_duration.record(seconds, dims)
+        elif facts.kind == _AGENT:
+            instruments.agent_duration.record(seconds, dims)
+        elif facts.kind == _TOOL:
+            instruments.tool_duration.record(seconds, dims)

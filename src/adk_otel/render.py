@@ -1,0 +1,228 @@
+"""Span forests as text: a readable tree for people, a normalised one for snapshots.
+
+The readable tree is what every failed assertion prints, so a red CI run
+shows the whole trace at a glance::
+
+    invocation shop  ERROR error 12.3ms
+    └─ invoke_agent root  ERROR error 11.9ms  [ValueError]
+       ├─ generate_content scripted-model  OK ok 0.4ms
+       └─ execute_tool lookup  ERROR error 0.2ms  [ValueError: no such sku]
+
+An error message is shown once, on the deepest span carrying it; ancestors
+that merely propagated it show the type only. The normalised form drops what
+changes between runs (ids, timestamps, durations), keeps an allow-list of
+attributes and masks the per-run ids it keeps, so it can be committed as a
+golden file.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection, Iterable
+from typing import Any
+
+from . import semconv as sc
+from .trace_model import Forest, SpanNode, SpanRecord
+
+NOT_ENDED = "!! NOT ENDED"
+MASK = "<masked>"
+
+SNAPSHOT_ATTRIBUTES: frozenset[str] = frozenset(
+    {
+        sc.ADK_SPAN_KIND,
+        sc.ADK_OUTCOME,
+        sc.ADK_CLOSE_REASON,
+        sc.ADK_APP_NAME,
+        sc.ADK_USER_ID,
+        sc.ADK_AGENT_PARENT,
+        sc.ADK_AGENT_TYPE,
+        sc.ADK_TOOL_LONG_RUNNING,
+        sc.ADK_MODEL_STREAMING,
+        sc.ADK_MODEL_CHUNKS,
+        sc.ADK_LIVE,
+        sc.ADK_MODEL_CALL_COUNT,
+        sc.ADK_TOOL_CALL_COUNT,
+        sc.GEN_AI_OPERATION_NAME,
+        sc.GEN_AI_PROVIDER_NAME,
+        sc.GEN_AI_AGENT_NAME,
+        sc.GEN_AI_AGENT_DESCRIPTION,
+        sc.GEN_AI_REQUEST_MODEL,
+        sc.GEN_AI_RESPONSE_MODEL,
+        sc.GEN_AI_RESPONSE_FINISH_REASONS,
+        sc.GEN_AI_USAGE_INPUT_TOKENS,
+        sc.GEN_AI_USAGE_OUTPUT_TOKENS,
+        sc.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS,
+        sc.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS,
+        sc.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS,
+        sc.GEN_AI_TOOL_NAME,
+        sc.GEN_AI_TOOL_TYPE,
+        sc.GEN_AI_TOOL_DESCRIPTION,
+        sc.ERROR_TYPE,
+    }
+)
+"""Attributes a snapshot keeps with their value: stable from run to run. Captured
+content (``gen_ai.input.messages``...) is left out; add it per snapshot if wanted."""
+
+MASKED_ATTRIBUTES: frozenset[str] = frozenset(
+    {sc.ADK_INVOCATION_ID, sc.GEN_AI_CONVERSATION_ID, sc.GEN_AI_TOOL_CALL_ID}
+)
+"""Attributes a snapshot keeps as ``<masked>``: present, but new every run."""
+
+_COLOURS = {"OK": "32", "ERROR": "31", "UNSET": "33", "NOT_ENDED": "1;31", "dim": "2"}
+
+
+def _paint(text: str, colour: str, enabled: bool) -> str:
+    code = _COLOURS.get(colour)
+    return f"\x1b[{code}m{text}\x1b[0m" if enabled and code else text
+
+
+def _forest(spans: Forest | Iterable[Any]) -> Forest:
+    return spans if isinstance(spans, Forest) else Forest(spans)
+
+
+def status_text(record: SpanRecord) -> str:
+    """``OK ok`` / ``ERROR error`` / ``UNSET cancelled``: status, then adk outcome."""
+    return " ".join(part for part in (record.status_code, record.outcome) if part)
+
+
+def error_text(record: SpanRecord, *, with_message: bool = True) -> str | None:
+    """``ValueError: no such sku`` (or the type alone), None when no error."""
+    kind = record.error_type
+    message = record.status_description if record.status_code == "ERROR" else None
+    if not kind and not message:
+        return None
+    if not with_message or not message:
+        return kind
+    if not kind or message.startswith(f"{kind.rsplit('.', 1)[-1]}:"):
+        return message
+    return f"{kind}: {message}"
+
+
+def describe(record: SpanRecord) -> str:
+    """One line: name, status, outcome, duration, error (used in messages)."""
+    return _line(record, show_message=True, colour=False, orphan=False)
+
+
+def _line(record: SpanRecord, *, show_message: bool, colour: bool, orphan: bool) -> str:
+    parts = [record.name]
+    status = status_text(record)
+    if record.ended:
+        timing = f"{record.duration_ms:.1f}ms"
+        parts.append(" ".join(p for p in (_paint(status, record.status_code, colour), timing) if p))
+    else:
+        parts.append(" ".join(p for p in (status, _paint(NOT_ENDED, "NOT_ENDED", colour)) if p))
+    error = error_text(record, with_message=show_message)
+    if error:
+        parts.append(_paint(f"[{error}]", "ERROR", colour))
+    if orphan:
+        parts.append(_paint(f"(orphan: parent {record.parent_id} not in the data)", "dim", colour))
+    return "  ".join(parts)
+
+
+def _shows_message(node: SpanNode) -> bool:
+    """Show the error message here unless a descendant already shows the same one."""
+    message = node.record.status_description
+    if not message:
+        return True
+    return not any(n.record.status_description == message for n, depth in node.walk() if depth > 0)
+
+
+def _draw(forest: Forest, label: Any, details: Any = None, trace_label: Any = None) -> str:
+    lines: list[str] = []
+    multiple = len(forest.trace_ids()) > 1
+    current_trace: str | None = None
+    for index, root in enumerate(forest.roots):
+        trace_id = root.record.trace_id
+        if multiple and trace_id != current_trace:
+            current_trace = trace_id
+            if lines:
+                lines.append("")
+            lines.append(trace_label(trace_id) if trace_label else f"trace {trace_id}")
+        elif index and not multiple:
+            lines.append("")
+        _draw_node(root, "", "", label, details, lines)
+    return "\n".join(lines)
+
+
+def _draw_node(
+    node: SpanNode, first: str, rest: str, label: Any, details: Any, lines: list[str]
+) -> None:
+    lines.append(first + label(node))
+    if details is not None:
+        bar = "│  " if node.children else "   "
+        lines.extend(f"{rest}{bar}  {detail}" for detail in details(node))
+    for i, child in enumerate(node.children):
+        last = i == len(node.children) - 1
+        _draw_node(
+            child,
+            rest + ("└─ " if last else "├─ "),
+            rest + ("   " if last else "│  "),
+            label,
+            details,
+            lines,
+        )
+
+
+def render_tree(spans: Forest | Iterable[Any], *, color: bool = False) -> str:
+    """The readable tree (see the module docstring); ``color`` adds ANSI colours."""
+    forest = _forest(spans)
+    if not len(forest):
+        return "(no spans)"
+    return _draw(
+        forest,
+        lambda node: _line(
+            node.record, show_message=_shows_message(node), colour=color, orphan=node.orphan
+        ),
+    )
+
+
+def _value(value: Any) -> str:
+    if isinstance(value, tuple):
+        value = list(value)
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=repr)
+
+
+def render_normalized(
+    spans: Forest | Iterable[Any],
+    *,
+    attributes: Collection[str] = SNAPSHOT_ATTRIBUTES,
+    masked: Collection[str] = MASKED_ATTRIBUTES,
+) -> str:
+    """The snapshot form: no ids, times or durations; allow-listed attributes
+    (``masked`` ones as ``<masked>``) and events under each span."""
+    forest = _forest(spans)
+    if not len(forest):
+        return "(no spans)\n"
+    trace_numbers = {trace_id: n for n, trace_id in enumerate(forest.trace_ids(), start=1)}
+
+    def label(node: SpanNode) -> str:
+        record = node.record
+        parts = [record.name, f"{record.kind} {status_text(record)}"]
+        if not record.ended:
+            parts.append(NOT_ENDED)
+        error = error_text(record)
+        if error:
+            parts.append(f"[{error}]")
+        if node.orphan:
+            parts.append("(orphan)")
+        return "  ".join(parts)
+
+    def details(node: SpanNode) -> list[str]:
+        record = node.record
+        shown = [
+            f"{key} = {MASK if key in masked else _value(value)}"
+            for key, value in sorted(record.attributes.items())
+            if key in attributes or key in masked
+        ]
+        for event in record.events:
+            if event.name == "exception":
+                kind = event.attributes.get("exception.type", "?")
+                message = event.attributes.get("exception.message", "")
+                shown.append(f"event exception {kind}: {message}")
+            else:
+                shown.append(f"event {event.name}")
+        return shown
+
+    return (
+        _draw(forest, label, details, lambda trace_id: f"trace #{trace_numbers[trace_id]}") + "\n"
+    )

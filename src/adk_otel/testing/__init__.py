@@ -1,0 +1,77 @@
+"""Test helpers: an offline model, span queries, tree assertions, a capture, a receiver.
+
+::
+
+    from adk_otel.testing import ScriptedModel, SpanQuery, assert_tree, call, reply
+
+Names are loaded on first use: importing this package (which pytest does for
+the plugin in every run) costs nothing until a helper is actually needed.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..query import PRESENT, SpanQuery, assert_tree, unordered
+    from ..render import render_normalized, render_tree
+    from ..trace_model import Forest, SpanRecord
+    from .capture import TraceCapture
+    from .model import ScriptedModel, Step, call, calls, fail, reply, stream
+    from .receiver import OtlpReceiver, poll_until
+
+_EXPORTS = {
+    "ScriptedModel": ".model",
+    "Step": ".model",
+    "call": ".model",
+    "calls": ".model",
+    "fail": ".model",
+    "reply": ".model",
+    "stream": ".model",
+    "SpanQuery": "..query",
+    "assert_tree": "..query",
+    "unordered": "..query",
+    "PRESENT": "..query",
+    "render_tree": "..render",
+    "render_normalized": "..render",
+    "SpanRecord": "..trace_model",
+    "Forest": "..trace_model",
+    "TraceCapture": ".capture",
+    "OtlpReceiver": ".receiver",
+    "poll_until": ".receiver",
+}
+
+__all__ = [
+    "PRESENT",
+    "Forest",
+    "OtlpReceiver",
+    "ScriptedModel",
+    "SpanQuery",
+    "SpanRecord",
+    "Step",
+    "TraceCapture",
+    "assert_tree",
+    "call",
+    "calls",
+    "fail",
+    "poll_until",
+    "render_normalized",
+    "render_tree",
+    "reply",
+    "stream",
+    "unordered",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

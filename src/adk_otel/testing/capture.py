@@ -1,0 +1,209 @@
+"""``TraceCapture``: a private tracer provider whose spans a test can assert on.
+
+Each capture owns its own SDK ``TracerProvider``: nothing global is touched,
+so captures never see each other's spans and need no reset between tests.
+Besides finished spans it tracks spans that were started and never ended;
+a span left open is the bug adk-otel exists to prevent, so the pytest
+fixture fails the test when one is found.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import threading
+from collections.abc import Callable, Collection
+from pathlib import Path
+from typing import Any, TypeVar
+
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from ..query import SpanQuery, assert_tree
+from ..render import MASKED_ATTRIBUTES, SNAPSHOT_ATTRIBUTES, render_normalized, render_tree
+from ..semconv import ADK_SCOPE
+from ..trace_model import SpanRecord
+
+Target = TypeVar("Target")
+UPDATE_HINT = "run pytest with --adk-otel-update-snapshots to write it"
+_SNAPSHOT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*")
+
+
+class OpenSpanTracker(SpanProcessor):
+    """Remembers every span started and not (yet) ended.
+
+    Keyed by span context: ``on_end`` receives a fresh ``ReadableSpan``
+    snapshot, not the object ``on_start`` saw.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._open: dict[tuple[int, int], Span] = {}
+
+    @staticmethod
+    def _key(span: ReadableSpan) -> tuple[int, int]:
+        context = span.get_span_context()
+        return (context.trace_id, context.span_id)
+
+    def on_start(self, span: Span, parent_context: Any = None) -> None:
+        with self._lock:
+            self._open[self._key(span)] = span
+
+    def on_end(self, span: ReadableSpan) -> None:
+        with self._lock:
+            self._open.pop(self._key(span), None)
+
+    def open_spans(self) -> list[Span]:
+        with self._lock:
+            return list(self._open.values())
+
+
+def disable_scope(provider: TracerProvider, scope_name: str) -> bool:
+    """Switch off tracers of ``scope_name`` on ``provider``; False on SDKs < 1.40.
+
+    Uses the SDK's (experimental) tracer configurator, keeping whatever
+    configurator was set before for every other scope.
+    """
+    setter = getattr(provider, "_set_tracer_configurator", None)
+    try:
+        from opentelemetry.sdk.trace import _TracerConfig
+    except ImportError:
+        return False
+    if setter is None:
+        return False
+    previous: Callable[[Any], Any] | None = getattr(provider, "_tracer_configurator", None)
+    disabled = _TracerConfig(is_enabled=False)
+
+    def configurator(scope: Any) -> Any:
+        if scope.name == scope_name:
+            return disabled
+        return previous(scope) if previous is not None else _TracerConfig.default()
+
+    setter(tracer_configurator=configurator)
+    return True
+
+
+class TraceCapture:
+    """Collects the spans of one test and answers questions about them.
+
+    ``snapshot_dir`` and ``update_snapshots`` are set by the pytest fixture;
+    set them yourself to use :meth:`snapshot` elsewhere.
+    """
+
+    def __init__(
+        self,
+        *,
+        snapshot_dir: Path | None = None,
+        update_snapshots: bool = False,
+        resource: Any = None,
+    ) -> None:
+        self.exporter = InMemorySpanExporter()
+        self._tracker = OpenSpanTracker()
+        self.tracer_provider = (
+            TracerProvider(resource=resource) if resource is not None else TracerProvider()
+        )
+        self.tracer_provider.add_span_processor(self._tracker)
+        self.tracer_provider.add_span_processor(SimpleSpanProcessor(self.exporter))
+        # ADK's own spans would duplicate ours; they only reach this provider if
+        # someone makes it global, and then they should still stay out.
+        disable_scope(self.tracer_provider, ADK_SCOPE)
+        self.snapshot_dir = snapshot_dir
+        self.update_snapshots = update_snapshots
+
+    def instrument(self, target: Target, **options: Any) -> Target:
+        """``adk_otel.instrument(target)`` with spans going to this capture."""
+        from adk_otel import instrument
+
+        return instrument(target, tracer_provider=self.tracer_provider, **options)
+
+    # -- reading ---------------------------------------------------------------
+
+    @property
+    def spans(self) -> list[SpanRecord]:
+        """Finished spans, then spans still open (``end_ns`` None)."""
+        unended = self.unended  # read first: a span ending meanwhile is then finished
+        finished = [SpanRecord.from_readable(span) for span in self.exporter.get_finished_spans()]
+        done = {record.key for record in finished}
+        return finished + [record for record in unended if record.key not in done]
+
+    @property
+    def unended(self) -> list[SpanRecord]:
+        """Spans started through this capture's provider and not ended."""
+        return [SpanRecord.from_readable(span) for span in self._tracker.open_spans()]
+
+    def query(self) -> SpanQuery:
+        return SpanQuery(self.spans)
+
+    def tree(self, *, color: bool = False) -> str:
+        return render_tree(self.spans, color=color)
+
+    def assert_tree(self, expected: Any) -> None:
+        """See :func:`adk_otel.query.assert_tree`."""
+        assert_tree(self.spans, expected)
+
+    def assert_all_ended(self) -> None:
+        """AssertionError with the tree if any span was left open."""
+        unended = self.unended
+        if unended:
+            names = ", ".join(repr(record.name) for record in unended)
+            raise AssertionError(
+                f"{len(unended)} span(s) started and never ended: {names}\n\n{self.tree()}"
+            )
+
+    def clear(self) -> None:
+        """Forget finished spans (open ones are still tracked)."""
+        self.exporter.clear()
+
+    def shutdown(self) -> None:
+        self.tracer_provider.shutdown()
+
+    # -- golden snapshots --------------------------------------------------------
+
+    def snapshot_path(self, name: str) -> Path:
+        if self.snapshot_dir is None:
+            raise RuntimeError("snapshot() needs snapshot_dir (the adk_trace fixture sets it)")
+        if not _SNAPSHOT_NAME.fullmatch(name) or ".." in name:
+            raise ValueError(f"snapshot name {name!r}: use letters, digits, '_', '-' and '.'")
+        return self.snapshot_dir / f"{name}.txt"
+
+    def snapshot(
+        self,
+        name: str,
+        *,
+        attributes: Collection[str] = SNAPSHOT_ATTRIBUTES,
+        masked: Collection[str] = MASKED_ATTRIBUTES,
+    ) -> None:
+        """Compare the normalised trace with the golden file ``name``.
+
+        With ``update_snapshots`` the file is (re)written instead. A missing
+        file fails with a hint; a different one fails with a diff.
+        ``attributes``/``masked`` change what the snapshot keeps (see
+        :func:`adk_otel.render.render_normalized`).
+        """
+        path = self.snapshot_path(name)
+        actual = render_normalized(self.spans, attributes=attributes, masked=masked)
+        if self.update_snapshots:
+            if not path.exists() or path.read_text(encoding="utf-8") != actual:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(actual, encoding="utf-8")
+            return
+        if not path.exists():
+            raise AssertionError(
+                f"snapshot {name!r} does not exist ({path.name}); {UPDATE_HINT}\n\n"
+                f"actual:\n{actual}"
+            )
+        expected = path.read_text(encoding="utf-8")
+        if expected != actual:
+            diff = "".join(
+                difflib.unified_diff(
+                    expected.splitlines(keepends=True),
+                    actual.splitlines(keepends=True),
+                    fromfile=f"snapshot {name}",
+                    tofile="actual",
+                )
+            )
+            raise AssertionError(
+                f"trace differs from snapshot {name!r}; if the change is intended, "
+                f"run pytest with --adk-otel-update-snapshots\n\n{diff}"
+            )

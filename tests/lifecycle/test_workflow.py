@@ -1,0 +1,235 @@
+"""A ``Workflow`` graph as the root node: function, tool and agent nodes.
+
+Function nodes get no plugin hooks at all, so they never get a span. Agent
+nodes get the agent hooks. Tool nodes get the tool hooks on ADK 2.13, but none
+on 2.5, whose tool node calls the tool directly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from importlib.metadata import version
+from typing import Any
+
+import pytest
+from google.adk.agents import LlmAgent
+from google.adk.runners import InMemoryRunner
+from google.adk.tools import FunctionTool
+from google.adk.workflow import JoinNode, RetryConfig, Workflow
+
+import adk_otel
+from adk_otel.semconv import ERROR_TYPE
+from adk_otel.testing.model import ScriptedModel, Step, call, fail, reply
+
+from .agents import AgentCrashed, CrashingAgent, ToolFailed, lookup
+from .harness import APP, assert_clean, drive, shape
+
+INV = f"invocation {APP}"
+ADK_VERSION = tuple(int(part) for part in version("google-adk").split(".")[:2])
+MODEL = "generate_content scripted-model"
+TOOL_NODE_HOOKS = ADK_VERSION >= (2, 13)
+"""ADK 2.13's tool node runs the tool between the plugin tool hooks; 2.5's does not."""
+
+
+class NodeFailed(RuntimeError):
+    pass
+
+
+def prepare() -> dict[str, Any]:
+    """Function node: builds the tool node's arguments."""
+    return {"sku": "A1"}
+
+
+def prepare_bad() -> dict[str, Any]:
+    return {"sku": "bad"}
+
+
+def broken_prepare() -> dict[str, Any]:
+    raise NodeFailed("prepare broke")
+
+
+def writer(*script: Step, **options: Any) -> LlmAgent:
+    return LlmAgent(
+        name="writer",
+        model=ScriptedModel(script=list(script) or [reply("written")]),
+        instruction="Write it up.",
+        **options,
+    )
+
+
+def flow_runner(*nodes: Any) -> InMemoryRunner:
+    workflow = Workflow(name="flow", edges=[("START", *nodes)])
+    return adk_otel.instrument(InMemoryRunner(node=workflow, app_name=APP))
+
+
+def tool_row(depth: int, status: str, outcome: str) -> list[tuple[int, str, str, str]]:
+    return [(depth, "execute_tool lookup", status, outcome)] if TOOL_NODE_HOOKS else []
+
+
+def one_trace(recorder) -> None:
+    traces = {s.context.trace_id for s in recorder.spans}
+    assert len(traces) == 1, f"spans spread over {len(traces)} traces"
+
+
+async def test_function_tool_and_agent_nodes_succeed(recorder, caplog):
+    result = await drive(flow_runner(prepare, FunctionTool(lookup), writer()))
+
+    assert result.error is None
+    assert_clean(recorder, caplog.records)
+    assert shape(recorder) == [
+        (0, INV, "OK", "ok"),
+        *tool_row(1, "OK", "ok"),
+        (1, "invoke_agent writer", "OK", "ok"),
+        (2, MODEL, "OK", "ok"),
+    ]
+    one_trace(recorder)
+    invocation = recorder.one(INV)
+    assert invocation.attributes["adk.invocation.id"] == result.events[0].invocation_id
+    assert invocation.attributes["gen_ai.conversation.id"] == result.session_id
+    # The function node (and the workflow itself) never become spans.
+    assert not [s for s in recorder.spans if "prepare" in s.name or s.name.endswith(" flow")]
+    if TOOL_NODE_HOOKS:
+        tool = recorder.one("execute_tool lookup")
+        assert recorder.parent_of(tool) is invocation
+        assert tool.attributes["adk.invocation.id"] == invocation.attributes["adk.invocation.id"]
+
+
+async def test_function_node_raises(recorder, caplog):
+    result = await drive(flow_runner(broken_prepare, FunctionTool(lookup), writer()))
+
+    assert isinstance(result.error, NodeFailed)
+    assert_clean(recorder, caplog.records)
+    # Nothing after the failed node ran, and the node itself has no span.
+    assert shape(recorder) == [(0, INV, "ERROR", "error")]
+    invocation = recorder.one(INV)
+    assert invocation.attributes[ERROR_TYPE].endswith("NodeFailed")
+    assert "prepare broke" in invocation.status.description
+
+
+async def test_agent_node_model_fails(recorder, caplog):
+    boom = RuntimeError("model unavailable")
+    result = await drive(flow_runner(prepare, FunctionTool(lookup), writer(fail(boom))))
+
+    assert result.error is boom
+    assert_clean(recorder, caplog.records)
+    assert shape(recorder) == [
+        (0, INV, "ERROR", "error"),
+        *tool_row(1, "OK", "ok"),
+        (1, "invoke_agent writer", "ERROR", "error"),
+        (2, MODEL, "ERROR", "error"),
+    ]
+    one_trace(recorder)
+    for name in (INV, "invoke_agent writer", MODEL):
+        assert recorder.one(name).attributes[ERROR_TYPE] == "RuntimeError", name
+
+
+async def test_agent_node_body_raises(recorder, caplog):
+    result = await drive(flow_runner(prepare, FunctionTool(lookup), CrashingAgent(name="writer")))
+
+    assert isinstance(result.error, AgentCrashed)
+    assert_clean(recorder, caplog.records)
+    assert shape(recorder) == [
+        (0, INV, "ERROR", "error"),
+        *tool_row(1, "OK", "ok"),
+        (1, "invoke_agent writer", "ERROR", "error"),
+    ]
+    one_trace(recorder)
+    assert recorder.one("invoke_agent writer").attributes[ERROR_TYPE].endswith("AgentCrashed")
+    assert recorder.one(INV).attributes[ERROR_TYPE].endswith("AgentCrashed")
+
+
+@pytest.mark.skipif(not TOOL_NODE_HOOKS, reason="ADK 2.5's tool node fires no tool hooks")
+async def test_tool_node_raises(recorder, caplog):
+    result = await drive(flow_runner(prepare_bad, FunctionTool(lookup), writer()))
+
+    assert isinstance(result.error, ToolFailed)
+    assert_clean(recorder, caplog.records)
+    assert shape(recorder) == [
+        (0, INV, "ERROR", "error"),
+        (1, "execute_tool lookup", "ERROR", "error"),
+    ]
+    one_trace(recorder)
+    for name in (INV, "execute_tool lookup"):
+        assert recorder.one(name).attributes[ERROR_TYPE].endswith("ToolFailed"), name
+
+
+async def test_agent_node_retried_after_a_failure(recorder, caplog):
+    """RetryConfig: eA for the failed attempt, then a new bA: two agent spans."""
+    answers = iter([fail(RuntimeError("flaky")), reply("written")])
+    model = ScriptedModel(choose=lambda request: next(answers))
+    agent = LlmAgent(
+        name="writer",
+        model=model,
+        instruction="Write it up.",
+        retry_config=RetryConfig(max_attempts=2, initial_delay=0, max_delay=0, jitter=0),
+    )
+
+    result = await drive(flow_runner(prepare, agent))
+
+    assert result.error is None
+    assert_clean(recorder, caplog.records)
+    assert shape(recorder) == [
+        (0, INV, "OK", "ok"),
+        (1, "invoke_agent writer", "ERROR", "error"),
+        (2, MODEL, "ERROR", "error"),
+        (1, "invoke_agent writer", "OK", "ok"),
+        (2, MODEL, "OK", "ok"),
+    ]
+    one_trace(recorder)
+
+
+async def test_agent_node_with_its_own_tool(recorder, caplog):
+    """A tool the agent node calls hangs under that agent, not under the run."""
+    agent = writer(call("lookup", {"sku": "A1"}), reply("3 left"), tools=[lookup])
+
+    result = await drive(flow_runner(prepare, agent))
+
+    assert result.error is None
+    assert_clean(recorder, caplog.records)
+    assert shape(recorder) == [
+        (0, INV, "OK", "ok"),
+        (1, "invoke_agent writer", "OK", "ok"),
+        (2, MODEL, "OK", "ok"),
+        (2, "execute_tool lookup", "OK", "ok"),
+        (2, MODEL, "OK", "ok"),
+    ]
+
+
+async def test_fan_out_to_two_agent_nodes(recorder, caplog):
+    """Both branches' model calls are in flight at once; each stays under its
+    agent. The join node, like a function node, gets no span."""
+    started = {"north": asyncio.Event(), "south": asyncio.Event()}
+    both_started = asyncio.Event()
+
+    async def open_gate_when_both_started() -> None:
+        for event in started.values():
+            await event.wait()
+        both_started.set()
+
+    def branch(name: str) -> LlmAgent:
+        step = reply(f"{name} done", started=started[name], gate=both_started)
+        return LlmAgent(name=name, model=ScriptedModel(script=[step]), instruction="Report.")
+
+    gate_opener = asyncio.create_task(open_gate_when_both_started())
+    async with asyncio.timeout(30):  # a guard against a deadlock, not synchronisation
+        result = await drive(
+            flow_runner(prepare, (branch("north"), branch("south")), JoinNode(name="merge"))
+        )
+    await gate_opener
+
+    assert result.error is None
+    assert_clean(recorder, caplog.records)
+    rows = shape(recorder)
+    assert rows[0] == (0, INV, "OK", "ok")
+    assert sorted(rows[1:]) == [
+        (1, "invoke_agent north", "OK", "ok"),
+        (1, "invoke_agent south", "OK", "ok"),
+        (2, MODEL, "OK", "ok"),
+        (2, MODEL, "OK", "ok"),
+    ]
+    for name in ("north", "south"):
+        agent_span = recorder.one(f"invoke_agent {name}")
+        assert recorder.parent_of(agent_span) is recorder.one(INV)
+        (model_span,) = [s for s in recorder.named(MODEL) if recorder.parent_of(s) is agent_span]
+        assert model_span.attributes["gen_ai.agent.name"] == name
+    one_trace(recorder)

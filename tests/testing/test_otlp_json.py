@@ -1,0 +1,176 @@
+"""OTLP JSON writing and reading, checked against the collector file-exporter format."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+
+import pytest
+from google.protobuf import json_format
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
+
+from adk_otel.otlp_json import (
+    OtlpJsonError,
+    OtlpJsonFileExporter,
+    loads_spans,
+    read_spans,
+    request_to_dict,
+    spans_to_line,
+    write_requests,
+    write_spans,
+)
+from adk_otel.trace_model import SpanRecord
+
+from .builders import TraceBuilder, build_shop
+
+
+def sdk_records(spans: list) -> list[SpanRecord]:
+    return sorted((SpanRecord.from_readable(s) for s in spans), key=lambda r: r.span_id)
+
+
+def by_id(records: list[SpanRecord]) -> list[SpanRecord]:
+    return sorted(records, key=lambda r: r.span_id)
+
+
+def test_line_has_the_file_exporter_shape() -> None:
+    spans = build_shop().finished()
+    line = spans_to_line(spans)
+    assert "\n" not in line
+    document = json.loads(line)
+    assert list(document) == ["resourceSpans"]
+    (resource_spans,) = document["resourceSpans"]
+    assert set(resource_spans) >= {"resource", "scopeSpans"}
+    span = next(
+        s
+        for s in resource_spans["scopeSpans"][0]["spans"]
+        if s["name"] == "generate_content scripted-model"
+    )
+    assert re.fullmatch(r"[0-9a-f]{32}", span["traceId"])
+    assert re.fullmatch(r"[0-9a-f]{16}", span["spanId"])
+    assert re.fullmatch(r"[0-9a-f]{16}", span["parentSpanId"])
+    assert span["kind"] == 3  # CLIENT, as an integer
+    assert span["status"] == {"code": 1}
+    assert isinstance(span["startTimeUnixNano"], str)  # int64 as string
+    tokens = next(a for a in span["attributes"] if a["key"] == "gen_ai.usage.input_tokens")
+    assert tokens["value"] == {"intValue": "12"}
+    reasons = next(a for a in span["attributes"] if a["key"] == "gen_ai.response.finish_reasons")
+    assert reasons["value"] == {"arrayValue": {"values": [{"stringValue": "stop"}]}}
+
+
+def test_written_spans_read_back_equal() -> None:
+    spans = build_shop().finished()
+    assert by_id(loads_spans(spans_to_line(spans))) == sdk_records(spans)
+
+
+def test_write_spans_appends_one_line_per_call(tmp_path) -> None:
+    path = tmp_path / "traces.jsonl"
+    first, second = build_shop().finished(), build_shop().finished()
+    write_spans(path, first)
+    write_spans(path, second)
+    assert len(path.read_text().splitlines()) == 2
+    assert by_id(read_spans(path)) == sdk_records(first + second)
+
+
+def test_write_requests_from_protobuf(tmp_path) -> None:
+    spans = build_shop().finished()
+    buffer = io.StringIO()
+    write_requests(buffer, [encode_spans(spans[:2]), encode_spans(spans[2:])])
+    assert buffer.getvalue().count("\n") == 2
+    assert by_id(loads_spans(buffer.getvalue())) == sdk_records(spans)
+
+
+def test_file_exporter_writes_a_line_per_export(tmp_path) -> None:
+    path = tmp_path / "out.jsonl"
+    exporter = OtlpJsonFileExporter(path)
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    build_shop(TraceBuilder(provider))
+    provider.shutdown()
+    assert len(path.read_text().splitlines()) == 4  # SimpleSpanProcessor: one span per export
+    assert sorted(r.name for r in read_spans(path)) == [
+        "execute_tool lookup",
+        "generate_content scripted-model",
+        "invocation shop",
+        "invoke_agent root",
+    ]
+    assert exporter.export([]) is SpanExportResult.FAILURE
+
+
+def test_pretty_printed_single_document_is_accepted() -> None:
+    spans = build_shop().finished()
+    pretty = json.dumps(json.loads(spans_to_line(spans)), indent=2)
+    assert by_id(loads_spans(pretty)) == sdk_records(spans)
+
+
+def test_protobuf_json_with_base64_ids_and_enum_names_is_accepted() -> None:
+    spans = build_shop().finished()
+    document = json_format.MessageToDict(encode_spans(spans))  # base64 ids, enum names
+    assert "SPAN_KIND" in json.dumps(document)
+    assert by_id(loads_spans(json.dumps(document))) == sdk_records(spans)
+
+
+def test_request_to_dict_round_trips_through_parse() -> None:
+    request = encode_spans(build_shop().finished())
+    document = request_to_dict(request)
+    assert all(
+        len(span["spanId"]) == 16
+        for rs in document["resourceSpans"]
+        for ss in rs["scopeSpans"]
+        for span in ss["spans"]
+    )
+
+
+def test_metrics_lines_are_skipped_but_metrics_only_is_an_error() -> None:
+    spans = build_shop().finished()
+    metrics = json.dumps({"resourceMetrics": []})
+    assert len(loads_spans(metrics + "\n" + spans_to_line(spans))) == 4
+    with pytest.raises(OtlpJsonError, match="metrics or logs only, no traces"):
+        loads_spans(metrics, source="m.jsonl")
+
+
+LINE = spans_to_line(build_shop().finished())
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", r"^in\.jsonl: empty, no OTLP JSON in it$"),
+        ("  \n\n", r"^in\.jsonl: empty"),
+        (LINE + "\n{oops\n", r"^in\.jsonl: line 2: invalid JSON \(Expecting property name"),
+        ('{\n  "resourceSpans": [\n    oops\n  ]\n}', r"^in\.jsonl: line 3: invalid JSON"),
+        ("[1, 2]", r"^in\.jsonl: line 1: not OTLP JSON \(expected an object, got list\)$"),
+        (
+            '{"hello": 1}',
+            r'^in\.jsonl: line 1: not OTLP JSON traces \(no "resourceSpans"; keys: hello\)$',
+        ),
+        ('{"resourceSpans": "x"}', r"^in\.jsonl: line 1: not valid OTLP JSON \("),
+        (
+            '{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"abc","spanId":"00f067aa0ba902b7"}]}]}]}',
+            r"^in\.jsonl: line 1: not valid OTLP JSON \(traceId 'abc' is not 32 hex digits\)$",
+        ),
+    ],
+)
+def test_bad_input_is_one_clear_line(text: str, message: str) -> None:
+    with pytest.raises(OtlpJsonError, match=message) as caught:
+        loads_spans(text, source="in.jsonl")
+    assert "\n" not in str(caught.value)
+    assert isinstance(caught.value, ValueError)
+
+
+def test_file_errors_name_the_file(tmp_path) -> None:
+    with pytest.raises(OtlpJsonError, match=r"nope\.jsonl: no such file$"):
+        read_spans(tmp_path / "nope.jsonl")
+    with pytest.raises(OtlpJsonError, match="is a directory"):
+        read_spans(tmp_path)
+    binary = tmp_path / "b.bin"
+    binary.write_bytes(b"\xff\xfe\x00\x81")
+    with pytest.raises(OtlpJsonError, match="not a text file"):
+        read_spans(binary)
+
+
+def test_reads_an_open_text_file(tmp_path) -> None:
+    spans = build_shop().finished()
+    assert len(read_spans(io.StringIO(spans_to_line(spans)))) == 4
