@@ -19,12 +19,43 @@ Spans go to the tracer provider you pass, else the global SDK provider, else
 one built from the standard ``OTEL_*`` variables that exports over OTLP.
 ADK's own duplicate spans are switched off by default (``keep_adk_spans``).
 Only ADK's public plugin hooks are used; ADK itself is never patched.
+
+Keywords of ``instrument()`` and ``AdkOtelPlugin``: ``tracer_provider``,
+``meter_provider``, ``keep_adk_spans``, ``capture_content``,
+``content_max_length`` and ``redact`` (see the README and docs/telemetry.md).
 """
 
-from .instrument import instrument, plugin_of, uninstrument
-from .plugin import AdkOtelPlugin
-from .semconv import Outcome, SpanKind
+from typing import TYPE_CHECKING, Any
+
 from .version import SUPPORTED_ADK, __version__
+
+if TYPE_CHECKING:
+    from .instrument import instrument, plugin_of, uninstrument
+    from .plugin import AdkOtelPlugin
+    from .semconv import Outcome, SpanKind
+
+# Loaded on first use: importing google-adk takes most of a second, and the
+# pytest plugin and the CLI import this package without needing it.
+_LAZY = {
+    "instrument": ".instrument",
+    "uninstrument": ".instrument",
+    "plugin_of": ".instrument",
+    "AdkOtelPlugin": ".plugin",
+    "Outcome": ".semconv",
+    "SpanKind": ".semconv",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'adk_otel' has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "SUPPORTED_ADK",

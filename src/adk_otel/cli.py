@@ -43,7 +43,8 @@ Spec format (YAML; unknown keys are rejected, naming the key)::
 
 Tree nodes take ``name``/``name_matches``, ``kind``, ``span_kind``,
 ``status``, ``outcome``, ``error``, ``attributes``, ``ended``, ``count``
-(N in a row), ``children`` (``[]``: none) and ``ordered: false``.
+(N in a row), ``children`` (``[]``: none) and ``ordered: false`` (children in
+any order). Concurrent siblings inside an ordered list: ``- unordered: [a, b]``.
 """
 
 from __future__ import annotations
@@ -120,7 +121,7 @@ def load_spec(path: Path) -> dict[str, Any]:
         raise UsageError(f"{path}: the spec must be a mapping with keys {', '.join(_TOP_KEYS)}")
     for key in spec:
         if key not in _TOP_KEYS:
-            raise UsageError(f"{path}: unknown key {key!r}; allowed: {', '.join(_TOP_KEYS)}")
+            raise UsageError(str(unknown_key(key, _TOP_KEYS, str(path))))
     return spec
 
 

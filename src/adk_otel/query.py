@@ -23,7 +23,7 @@ The same tree as dicts (the form the CLI reads from YAML)::
 
     {"name": "invocation shop", "children": [
         {"name": "invoke_agent root", "children": [
-            {"name": "execute_tool lookup", "outcome": "error"}, "..."]}]}
+            "...", {"name": "execute_tool lookup", "outcome": "error"}]}]}
 
 Properties: ``kind`` (adk layer), ``span_kind`` (OpenTelemetry kind),
 ``status``, ``outcome``, ``error`` (``error.type``, its class name, or the
@@ -31,13 +31,16 @@ status message), ``attributes`` (values, callables or compiled regexes),
 ``ended``, ``count`` (this node N times in a row), ``name_matches`` (regex,
 dict form) and ``ordered`` (dict form; :func:`unordered` in tuples).
 Children are matched in order (start time, then name), exactly unless a
-``...`` allows others at that point. A list at the top matches several roots.
-Failures print the expected and the actual tree side by side.
+``...`` allows others at that point; ``unordered(a, b)`` (dict form:
+``{"unordered": [a, b]}``) matches concurrent siblings in any order. A list
+at the top matches several roots. Failures say what differs, then print the
+expected and the actual tree.
 """
 
 from __future__ import annotations
 
 import difflib
+import functools
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -297,12 +300,15 @@ class SpanQuery:
 def _selection(
     other: SpanQuery | SpanRecord | Iterable[SpanRecord],
 ) -> tuple[str, Callable[[], set[tuple[str, str]]]]:
+    """A label and the (lazily computed, then cached) keys of the spans ``other`` selects."""
     if isinstance(other, SpanQuery):
-        return other.description, lambda: {record.key for record in other.all()}
-    if isinstance(other, SpanRecord):
-        return repr(other.name), lambda: {other.key}
-    records = list(other)
-    return ", ".join(repr(r.name) for r in records), lambda: {r.key for r in records}
+        label, compute = other.description, lambda: {record.key for record in other.all()}
+    elif isinstance(other, SpanRecord):
+        label, compute = repr(other.name), lambda: {other.key}
+    else:
+        records = list(other)
+        label, compute = ", ".join(repr(r.name) for r in records), lambda: {r.key for r in records}
+    return label, functools.cache(compute)
 
 
 # -- expected trees ----------------------------------------------------------------

@@ -135,7 +135,7 @@ def test_parent_and_under_take_selector_mappings(capsys, tmp_path, collector_fil
 
 
 BAD_SPECS = [
-    ("colour: red\n", "unknown key 'colour'; allowed: traces, allow_unended, spans, tree"),
+    ("trace: 1\n", "unknown key 'trace' (did you mean 'traces'?); allowed: traces, allow_unended"),
     ("spans:\n  - tol: lookup\n", "spans[0]: unknown key 'tol' (did you mean 'tool'?)"),
     ("tree: {name: x, outcom: ok}\n", "tree 'x': unknown key 'outcom' (did you mean 'outcome'?)"),
     ("spans:\n  - status: BROKEN\n", "spans[0]: status must be one of UNSET, OK, ERROR"),

@@ -211,6 +211,23 @@ def test_failure_shows_reason_then_both_trees() -> None:
             "'generate_content scripted-model', 'execute_tool lookup' (add ... to allow others)",
         ),
         (
+            (
+                "invocation shop",
+                [
+                    (
+                        "invoke_agent root",
+                        [
+                            "generate_content scripted-model",
+                            "execute_tool lookup",
+                            "generate_content scripted-model",
+                        ],
+                    )
+                ],
+            ),
+            "under invocation shop > invoke_agent root: "
+            "expected 2 x 'generate_content scripted-model', found 1",
+        ),
+        (
             ("invocation other", [...]),
             "at the top level: no span 'invocation other'; found 'invocation shop'",
         ),

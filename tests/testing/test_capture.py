@@ -5,10 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from opentelemetry.sdk.trace import TracerProvider
 
 from adk_otel import semconv as sc
-from adk_otel.testing.capture import TraceCapture, disable_scope
+from adk_otel.testing.capture import TraceCapture
 
 from .builders import TraceBuilder, build_shop
 
@@ -62,26 +61,6 @@ def test_adk_scope_is_switched_off(capture: TraceCapture) -> None:
         with ours.start_as_current_span("invoke_agent root") as span:
             assert span.is_recording()
     assert [r.name for r in capture.spans] == ["invoke_agent root"]
-
-
-def test_disable_scope_keeps_an_earlier_configurator() -> None:
-    from opentelemetry.sdk.trace import _TracerConfig
-
-    provider = TracerProvider()
-    provider._set_tracer_configurator(
-        tracer_configurator=lambda scope: _TracerConfig(is_enabled=scope.name != "noisy")
-    )
-    assert disable_scope(provider, sc.ADK_SCOPE)
-    assert not provider.get_tracer("noisy").start_span("x").is_recording()
-    assert not provider.get_tracer(sc.ADK_SCOPE).start_span("x").is_recording()
-    assert provider.get_tracer("other").start_span("x").is_recording()
-
-
-def test_disable_scope_reports_old_sdks() -> None:
-    class OldProvider:
-        pass
-
-    assert disable_scope(OldProvider(), sc.ADK_SCOPE) is False  # type: ignore[arg-type]
 
 
 def test_snapshot_lifecycle(tmp_path) -> None:

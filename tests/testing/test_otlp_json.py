@@ -146,7 +146,26 @@ LINE = spans_to_line(build_shop().finished())
             '{"hello": 1}',
             r'^in\.jsonl: line 1: not OTLP JSON traces \(no "resourceSpans"; keys: hello\)$',
         ),
-        ('{"resourceSpans": "x"}', r"^in\.jsonl: line 1: not valid OTLP JSON \("),
+        (
+            '{"resourceSpans": "x"}',
+            r"^in\.jsonl: line 1: not valid OTLP JSON \(resourceSpans must be a list\)$",
+        ),
+        (
+            '{"resourceSpans":[{"scopeSpans":[{"spans":[{"kind":"SPAN_KIND_NOPE"}]}]}]}',
+            r"scopeSpans\[0\]\.spans\[0\]\.kind: 'SPAN_KIND_NOPE' is not a valid value\)$",
+        ),
+        (
+            '{"resourceSpans":[{"scopeSpans":[{"spans":[{"startTimeUnixNano":"soon"}]}]}]}',
+            r"spans\[0\]\.startTimeUnixNano must be an integer \(as a string\); got 'soon'\)$",
+        ),
+        (
+            '{"resourceSpans":[{"scopeSpans":[{"spans":[{"attributes":[{"key":"n","value":{"boolValue":"yes"}}]}]}]}]}',
+            r"spans\[0\]\.attributes\[n\] boolValue must be true or false\)$",
+        ),
+        (
+            '{"resourceSpans":[{"scopeSpans":[{"spans":[7]}]}]}',
+            r"\(resourceSpans\[0\]\.scopeSpans\[0\]\.spans\[0\] must be an object\)$",
+        ),
         (
             '{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"abc","spanId":"00f067aa0ba902b7"}]}]}]}',
             r"^in\.jsonl: line 1: not valid OTLP JSON \(traceId 'abc' is not 32 hex digits\)$",
@@ -169,6 +188,67 @@ def test_file_errors_name_the_file(tmp_path) -> None:
     binary.write_bytes(b"\xff\xfe\x00\x81")
     with pytest.raises(OtlpJsonError, match="not a text file"):
         read_spans(binary)
+
+
+SPEC_EXAMPLE = (
+    '{"resourceSpans":[{"resource":{"attributes":[{"key":"resource-attr","value":{"stringValue":'
+    '"resource-attr-val-1"}}]},"scopeSpans":[{"scope":{},"spans":[{"traceId":"","spanId":"",'
+    '"parentSpanId":"","name":"operationA","startTimeUnixNano":"1581452772000000321",'
+    '"endTimeUnixNano":"1581452773000000789","droppedAttributesCount":1,"events":[{"timeUnixNano":'
+    '"1581452773000000123","name":"event-with-attr","attributes":[{"key":"span-event-attr","value":'
+    '{"stringValue":"span-event-attr-val"}}],"droppedAttributesCount":2},{"timeUnixNano":'
+    '"1581452773000000123","name":"event","droppedAttributesCount":2}],"droppedEventsCount":1,'
+    '"status":{"message":"status-cancelled","code":2}},{"traceId":"","spanId":"","parentSpanId":"",'
+    '"name":"operationB","startTimeUnixNano":"1581452772000000321","endTimeUnixNano":'
+    '"1581452773000000789","links":[{"traceId":"","spanId":"","attributes":[{"key":"span-link-attr",'
+    '"value":{"stringValue":"span-link-attr-val"}}],"droppedAttributesCount":4}],'
+    '"droppedLinksCount":3,"status":{}}]}]}]}'
+)
+"""The traces example of the OpenTelemetry file-exporter specification (ids left empty)."""
+
+
+def test_reads_the_specification_example() -> None:
+    a, b = loads_spans(SPEC_EXAMPLE)
+    assert (a.name, a.status_code, a.status_description) == (
+        "operationA",
+        "ERROR",
+        "status-cancelled",
+    )
+    assert (a.start_ns, a.end_ns) == (1581452772000000321, 1581452773000000789)
+    assert [e.name for e in a.events] == ["event-with-attr", "event"]
+    assert a.events[0].attributes == {"span-event-attr": "span-event-attr-val"}
+    assert a.resource == {"resource-attr": "resource-attr-val-1"}
+    assert (a.kind, a.scope, a.parent_id) == ("UNSPECIFIED", None, None)
+    assert (b.name, b.status_code) == ("operationB", "UNSET")
+
+
+def test_every_attribute_value_type() -> None:
+    values = (
+        '{"key":"s","value":{"stringValue":"x"}},{"key":"b","value":{"boolValue":true}},'
+        '{"key":"i","value":{"intValue":"-42"}},{"key":"d","value":{"doubleValue":1.5}},'
+        '{"key":"inf","value":{"doubleValue":"Infinity"}},{"key":"bytes","value":{"bytesValue":"AQI="}},'
+        '{"key":"arr","value":{"arrayValue":{"values":[{"intValue":1},{"stringValue":"y"}]}}},'
+        '{"key":"kv","value":{"kvlistValue":{"values":[{"key":"k","value":{"boolValue":false}}]}}},'
+        '{"key":"empty","value":{}}'
+    )
+    text = (
+        '{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"4bf92f3577b34da6a3ce929d0e0e4736",'
+        '"spanId":"00f067aa0ba902b7","name":"s","kind":"SPAN_KIND_SERVER",'
+        '"status":{"code":"STATUS_CODE_OK"},"attributes":[' + values + "]}]}]}]}"
+    )
+    (record,) = loads_spans(text)
+    assert (record.kind, record.status_code) == ("SERVER", "OK")
+    assert record.attributes == {
+        "s": "x",
+        "b": True,
+        "i": -42,
+        "d": 1.5,
+        "inf": float("inf"),
+        "bytes": b"\x01\x02",
+        "arr": (1, "y"),
+        "kv": {"k": False},
+        "empty": None,
+    }
 
 
 def test_reads_an_open_text_file(tmp_path) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import difflib
 import re
 import threading
-from collections.abc import Callable, Collection
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -20,9 +20,9 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerPro
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from ..pipeline import suppress_adk_spans
 from ..query import SpanQuery, assert_tree
 from ..render import MASKED_ATTRIBUTES, SNAPSHOT_ATTRIBUTES, render_normalized, render_tree
-from ..semconv import ADK_SCOPE
 from ..trace_model import SpanRecord
 
 Target = TypeVar("Target")
@@ -59,31 +59,6 @@ class OpenSpanTracker(SpanProcessor):
             return list(self._open.values())
 
 
-def disable_scope(provider: TracerProvider, scope_name: str) -> bool:
-    """Switch off tracers of ``scope_name`` on ``provider``; False on SDKs < 1.40.
-
-    Uses the SDK's (experimental) tracer configurator, keeping whatever
-    configurator was set before for every other scope.
-    """
-    setter = getattr(provider, "_set_tracer_configurator", None)
-    try:
-        from opentelemetry.sdk.trace import _TracerConfig
-    except ImportError:
-        return False
-    if setter is None:
-        return False
-    previous: Callable[[Any], Any] | None = getattr(provider, "_tracer_configurator", None)
-    disabled = _TracerConfig(is_enabled=False)
-
-    def configurator(scope: Any) -> Any:
-        if scope.name == scope_name:
-            return disabled
-        return previous(scope) if previous is not None else _TracerConfig.default()
-
-    setter(tracer_configurator=configurator)
-    return True
-
-
 class TraceCapture:
     """Collects the spans of one test and answers questions about them.
 
@@ -107,7 +82,7 @@ class TraceCapture:
         self.tracer_provider.add_span_processor(SimpleSpanProcessor(self.exporter))
         # ADK's own spans would duplicate ours; they only reach this provider if
         # someone makes it global, and then they should still stay out.
-        disable_scope(self.tracer_provider, ADK_SCOPE)
+        suppress_adk_spans(self.tracer_provider)
         self.snapshot_dir = snapshot_dir
         self.update_snapshots = update_snapshots
 

@@ -1,0 +1,80 @@
+"""pipeline.py: the ADK-scope policy and OTLP settings from the environment."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from opentelemetry.sdk.trace import TracerProvider, _TracerConfig
+
+from adk_otel import pipeline
+from adk_otel.semconv import ADK_SCOPE
+
+
+def test_suppress_adk_spans_keeps_an_earlier_configurator() -> None:
+    provider = TracerProvider()
+    provider._set_tracer_configurator(
+        tracer_configurator=lambda scope: _TracerConfig(is_enabled=scope.name != "noisy")
+    )
+    assert pipeline.suppress_adk_spans(provider)
+    assert pipeline.suppress_adk_spans(provider), "a second call is harmless"
+    assert not provider.get_tracer("noisy").start_span("x").is_recording()
+    assert not provider.get_tracer(ADK_SCOPE).start_span("x").is_recording()
+    assert provider.get_tracer("other").start_span("x").is_recording()
+
+
+def test_suppress_adk_spans_reports_providers_it_cannot_configure() -> None:
+    class OldProvider:
+        pass
+
+    assert pipeline.suppress_adk_spans(OldProvider()) is False
+
+
+def test_adk_spans_pass_the_parent_through() -> None:
+    """A switched-off ADK span keeps children in the caller's trace."""
+    provider = TracerProvider()
+    pipeline.suppress_adk_spans(provider)
+    ours = provider.get_tracer("adk_otel")
+    adk = provider.get_tracer(ADK_SCOPE)
+    with ours.start_as_current_span("caller") as caller, adk.start_as_current_span("agent x"):
+        child = ours.start_span("child")
+    assert child.parent.span_id == caller.get_span_context().span_id
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({}, False),
+        ({"ADK_OTEL_KEEP_ADK_SPANS": "true"}, True),
+        ({"ADK_OTEL_KEEP_ADK_SPANS": "0"}, False),
+    ],
+)
+def test_keep_adk_spans_from_env(monkeypatch, env, expected) -> None:
+    monkeypatch.delenv("ADK_OTEL_KEEP_ADK_SPANS", raising=False)
+    monkeypatch.delitem(__import__("sys").modules, "google.adk.cli.api_server", raising=False)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    assert pipeline.keep_adk_spans(None) is expected
+    assert pipeline.keep_adk_spans(not expected) is (not expected), "explicit wins"
+
+
+@pytest.mark.parametrize(
+    ("value", "protocol", "problem"),
+    [
+        ("http://localhost:4318", "http/protobuf", None),
+        ("localhost:4317", "grpc", None),
+        ("localhost:4318", "http/protobuf", "scheme"),
+        ("http://:4318", "http/protobuf", "no host"),
+        ("http://localhost:99999", "http/protobuf", "out of range"),
+    ],
+)
+def test_endpoint_problems_are_explained(value, protocol, problem) -> None:
+    found = pipeline.endpoint_problem(value, protocol)
+    assert (found is None) if problem is None else (problem in found)
+
+
+def test_unknown_protocol_warns_naming_the_variable(monkeypatch, caplog) -> None:
+    caplog.set_level(logging.WARNING, logger="adk_otel")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")
+    assert pipeline.otlp_protocol() == "http/protobuf"
+    assert "OTEL_EXPORTER_OTLP_PROTOCOL='http/json' is not supported" in caplog.text
