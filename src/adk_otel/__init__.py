@@ -30,16 +30,16 @@ from typing import TYPE_CHECKING, Any
 from .version import SUPPORTED_ADK, __version__
 
 if TYPE_CHECKING:
-    from .instrument import instrument, plugin_of, uninstrument
+    from .instrumentation import instrument, plugin_of, uninstrument
     from .plugin import AdkOtelPlugin
     from .semconv import Outcome, SpanKind
 
 # Loaded on first use: importing google-adk takes most of a second, and the
 # pytest plugin and the CLI import this package without needing it.
 _LAZY = {
-    "instrument": ".instrument",
-    "uninstrument": ".instrument",
-    "plugin_of": ".instrument",
+    "instrument": ".instrumentation",
+    "uninstrument": ".instrumentation",
+    "plugin_of": ".instrumentation",
     "AdkOtelPlugin": ".plugin",
     "Outcome": ".semconv",
     "SpanKind": ".semconv",

@@ -30,6 +30,8 @@ from opentelemetry.util.types import AttributeValue
 
 from .semconv import ADK_CLOSE_REASON, ADK_OUTCOME, ERROR_TYPE, Outcome
 
+_STATUS_OK = Status(StatusCode.OK)
+
 
 def error_type(error: BaseException) -> str:
     """``error.type`` for an exception: the fully qualified class name."""
@@ -54,11 +56,16 @@ class Entry:
     """How many intermediate updates (streamed chunks) the span has seen."""
     _attached: otel_context.Context | None = None
     _token: object = None
+    _context: otel_context.Context | None = None
 
     @property
     def context(self) -> otel_context.Context:
-        """An OpenTelemetry context with this span as the current span."""
-        return trace.set_span_in_context(self.span)
+        """An OpenTelemetry context with this span as the current span (made
+        once: every child span and attach of this entry reuses it)."""
+        ctx = self._context
+        if ctx is None:
+            ctx = self._context = trace.set_span_in_context(self.span)
+        return ctx
 
     def walk_open(self) -> Iterator[Entry]:
         """Open descendants, deepest first."""
@@ -137,10 +144,11 @@ class Ledger:
         reason: str | None = None,
     ) -> None:
         """End ``entry`` after its open descendants; exactly once."""
-        swept = Outcome.CANCELLED if outcome is Outcome.CANCELLED else Outcome.INCOMPLETE
-        sweep_reason = "cancelled" if swept is Outcome.CANCELLED else "parent_ended"
-        for child in entry.walk_open():
-            self._finish(child, swept, None, sweep_reason)
+        if entry.children:
+            swept = Outcome.CANCELLED if outcome is Outcome.CANCELLED else Outcome.INCOMPLETE
+            sweep_reason = "cancelled" if swept is Outcome.CANCELLED else "parent_ended"
+            for child in entry.walk_open():
+                self._finish(child, swept, None, sweep_reason)
         self._finish(entry, outcome, error, reason)
 
     def end_all(self, outcome: Outcome, reason: str) -> int:
@@ -173,11 +181,12 @@ class Ledger:
                 with contextlib.suppress(ValueError):
                     entry.parent.children.remove(entry)
         span = entry.span
-        span.set_attribute(ADK_OUTCOME, outcome.value)
         if reason:
-            span.set_attribute(ADK_CLOSE_REASON, reason)
+            span.set_attributes({ADK_OUTCOME: outcome.value, ADK_CLOSE_REASON: reason})
+        else:
+            span.set_attribute(ADK_OUTCOME, outcome.value)
         if outcome is Outcome.OK:
-            span.set_status(Status(StatusCode.OK))
+            span.set_status(_STATUS_OK)
         elif outcome is Outcome.ERROR:
             if error is not None:
                 span.set_attribute(ERROR_TYPE, error_type(error))

@@ -176,3 +176,23 @@ async def test_plugin_close_ends_what_is_open():
     gate.set()
     await task
     assert len(exporter.get_finished_spans()) == 3, "late hooks must not end spans twice"
+
+
+def test_public_names_survive_importing_every_submodule():
+    """Importing a submodule binds it on the package; no submodule may shadow
+    a public name (``adk_otel.instrument`` must stay the function)."""
+    import pkgutil
+    import subprocess
+    import sys
+
+    modules = [m.name for m in pkgutil.walk_packages(adk_otel.__path__, "adk_otel.")]
+    assert "adk_otel.instrumentation" in modules
+    clashes = {name.rsplit(".", 1)[1] for name in modules} & set(adk_otel.__all__)
+    assert clashes == set()
+    imports = [f"importlib.import_module({m!r})" for m in modules]
+    check = "assert callable(adk_otel.instrument) and callable(adk_otel.uninstrument)"
+    script = "; ".join([*imports, "import adk_otel", check])
+    done = subprocess.run(
+        [sys.executable, "-c", f"import importlib; {script}"], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr

@@ -1,0 +1,178 @@
+"""Memory over many invocations: adk-otel's bookkeeping and the process's RSS.
+
+Runs the three-agent ``sequential`` workload (8 spans an invocation) through
+adk-otel's default pipeline (``build_tracer_provider`` with an exporter that
+drops the spans), 16 invocations in flight at a time, and at each checkpoint
+records:
+
+* adk-otel's bookkeeping: the plugin's ``open_spans``, its ``_runs``,
+  ``_runs_by_invocation`` and ``_orphans`` dicts, every dict/list on the
+  ledger, and how many run records (``_Run``) and span entries are alive;
+* the resident set size (RSS) of the process;
+* in a second, shorter phase under ``tracemalloc``: the bytes still allocated
+  by adk-otel's own code (``src/adk_otel``, the scripted test model excluded).
+
+The scripted model keeps every request it was sent (a test convenience); that
+history is cleared after each invocation so it does not count as growth.
+Usage: ``python benchmarks/memory.py [--runs 10000] [--traced-runs 2000] [--json PATH]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+IN_FLIGHT = 16
+
+
+def rss_mib() -> float:
+    with open("/proc/self/statm") as statm:
+        pages = int(statm.read().split()[1])
+    import os
+
+    return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=10000)
+    parser.add_argument("--traced-runs", type=int, default=2000)
+    parser.add_argument("--checkpoints", type=int, default=10)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+
+    sys.path.insert(0, str(HERE))
+    import workloads
+    from overhead import _noop_exporter
+
+    import adk_otel
+    from adk_otel import plugin as plugin_module
+    from adk_otel.ledger import Entry
+    from adk_otel.pipeline import build_tracer_provider
+    from adk_otel.testing.model import ScriptedModel
+
+    own_code = str(Path(adk_otel.__file__).resolve().parent)
+    test_helpers = str(Path(own_code) / "testing")
+    provider = build_tracer_provider(exporter=_noop_exporter())
+    runner = adk_otel.instrument(workloads.runner_for("sequential"), tracer_provider=provider)
+    plugin = adk_otel.plugin_of(runner)
+    assert plugin is not None
+    models = {
+        id(agent.model): agent.model
+        for agent in [runner.agent, *runner.agent.sub_agents]
+        if isinstance(getattr(agent, "model", None), ScriptedModel)
+    }
+
+    async def batch(count: int) -> None:
+        semaphore = asyncio.Semaphore(IN_FLIGHT)
+
+        async def one() -> None:
+            async with semaphore:
+                session_id = await workloads.new_session(runner)
+                await workloads.invoke(runner, session_id)
+                await runner.session_service.delete_session(
+                    app_name=workloads.APP, user_id=workloads.USER, session_id=session_id
+                )
+                for model in models.values():
+                    model.requests.clear()
+
+        await asyncio.gather(*(one() for _ in range(count)))
+
+    def bookkeeping() -> dict[str, int]:
+        ledger = plugin._ledger_instance
+        sizes = {
+            "open_spans": plugin.open_spans,
+            "runs": len(plugin._runs),
+            "runs_by_invocation": len(plugin._runs_by_invocation),
+            "orphans": len(plugin._orphans),
+        }
+        for name, value in vars(ledger).items():
+            if isinstance(value, dict | list | set):
+                sizes[f"ledger.{name}"] = len(value)
+        gc.collect()
+        objects = gc.get_objects()
+        sizes["live_runs"] = sum(1 for o in objects if type(o) is plugin_module._Run)
+        sizes["live_entries"] = sum(1 for o in objects if type(o) is Entry)
+        return sizes
+
+    def own_bytes() -> int:
+        snapshot = tracemalloc.take_snapshot()
+        return sum(
+            stat.size
+            for stat in snapshot.statistics("filename")
+            if stat.traceback[0].filename.startswith(own_code)
+            and not stat.traceback[0].filename.startswith(test_helpers)
+        )
+
+    loop = asyncio.new_event_loop()
+    started = time.perf_counter()
+    loop.run_until_complete(batch(200))  # warm-up
+    provider.force_flush()
+    step = args.runs // args.checkpoints
+    rows: list[dict[str, Any]] = []
+    done = 0
+    rows.append({"invocations": done, "rss_mib": rss_mib(), **bookkeeping()})
+    while done < args.runs:
+        loop.run_until_complete(batch(step))
+        done += step
+        provider.force_flush()
+        rows.append({"invocations": done, "rss_mib": rss_mib(), **bookkeeping()})
+        print(f"{done} invocations", file=sys.stderr)
+    untraced_s = time.perf_counter() - started
+
+    tracemalloc.start()
+    loop.run_until_complete(batch(200))
+    provider.force_flush()
+    gc.collect()
+    traced: list[dict[str, Any]] = [{"invocations": 0, "own_bytes": own_bytes()}]
+    tstep = args.traced_runs // 4
+    for i in range(1, 5):
+        loop.run_until_complete(batch(tstep))
+        provider.force_flush()
+        gc.collect()
+        traced.append({"invocations": i * tstep, "own_bytes": own_bytes()})
+    tracemalloc.stop()
+    loop.close()
+    provider.shutdown()
+
+    result = {"rows": rows, "traced": traced, "seconds": time.perf_counter() - started}
+    first, last = rows[1], rows[-1]
+    per_1000 = (last["rss_mib"] - first["rss_mib"]) / (
+        (last["invocations"] - first["invocations"]) / 1000
+    )
+    print(
+        "| invocations | RSS MiB | open spans | _runs | _runs_by_invocation | _orphans "
+        "| ledger dicts | live runs | live entries |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    for row in rows:
+        ledger = sum(v for k, v in row.items() if k.startswith("ledger."))
+        print(
+            f"| {row['invocations']} | {row['rss_mib']:.1f} | {row['open_spans']} | {row['runs']} "
+            f"| {row['runs_by_invocation']} | {row['orphans']} | {ledger} | {row['live_runs']} "
+            f"| {row['live_entries']} |"
+        )
+    print()
+    print(
+        f"RSS growth after the first checkpoint: {per_1000:+.2f} MiB per 1000 invocations "
+        f"({untraced_s:.0f} s for {args.runs + 200} invocations)"
+    )
+    print(
+        "adk-otel's own live allocations (tracemalloc) after 0/25/50/75/100% of "
+        f"{args.traced_runs} more invocations: " + ", ".join(f"{t['own_bytes']} B" for t in traced)
+    )
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,121 @@
+"""Bad ``OTEL_*`` configuration: one clear warning naming the variable (and
+never a credential), and the agent still runs; where a usable exporter
+remains, spans still arrive."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import pytest
+
+import adk_otel
+from adk_otel.pipeline import build_tracer_provider
+
+from . import agents
+from .conftest import run_child
+
+# (environment, the variable the warning must name, whether spans still get exported)
+CASES = {
+    "endpoint-bad-port": ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://localhost:notaport"}, False),
+    "endpoint-no-scheme": (
+        {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "localhost:4318/v1/traces"},
+        False,
+    ),
+    "endpoint-wrong-scheme": (
+        {"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_EXPORTER_OTLP_ENDPOINT": "ftp://c:4317"},
+        False,
+    ),
+    "protocol-unknown": ({"OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"}, True),
+    "traces-protocol-unknown": ({"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "thrift"}, True),
+    "headers-no-equals": ({"OTEL_EXPORTER_OTLP_HEADERS": "Bearer s3cr3t"}, True),
+    "headers-bad-name": ({"OTEL_EXPORTER_OTLP_HEADERS": "api key=s3cr3t,x-ok=1"}, True),
+    "traces-headers-not-encoded": ({"OTEL_EXPORTER_OTLP_TRACES_HEADERS": "x-token=s3cr3té"}, True),
+    "sampler-unknown": ({"OTEL_TRACES_SAMPLER": "sometimes"}, True),
+    "sampler-arg-not-a-number": (
+        {"OTEL_TRACES_SAMPLER": "traceidratio", "OTEL_TRACES_SAMPLER_ARG": "half"},
+        True,
+    ),
+    "sampler-arg-out-of-range": (
+        {"OTEL_TRACES_SAMPLER": "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG": "1.5"},
+        True,
+    ),
+    "bsp-queue-not-a-number": ({"OTEL_BSP_MAX_QUEUE_SIZE": "lots"}, True),
+    "bsp-delay-negative": ({"OTEL_BSP_SCHEDULE_DELAY": "-5"}, True),
+    "bsp-batch-above-queue": (
+        {"OTEL_BSP_MAX_QUEUE_SIZE": "100", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "500"},
+        True,
+    ),
+    "timeout-not-a-number": ({"OTEL_EXPORTER_OTLP_TIMEOUT": "soon"}, True),
+    "compression-unknown": ({"OTEL_EXPORTER_OTLP_COMPRESSION": "zip"}, True),
+    "exporter-unknown": ({"OTEL_TRACES_EXPORTER": "zipkin"}, True),
+    "keep-adk-spans-not-a-boolean": ({"ADK_OTEL_KEEP_ADK_SPANS": "maybe"}, True),
+}
+VARIABLES = (
+    "OTEL_EXPORTER_OTLP_",
+    "OTEL_TRACES_",
+    "OTEL_BSP_",
+    "ADK_OTEL_",
+)
+
+
+@pytest.fixture
+def clean_env(monkeypatch):
+    import os
+
+    for name in list(os.environ):
+        if name.startswith(VARIABLES):
+            monkeypatch.delenv(name)
+    return monkeypatch
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_bad_setting_is_named_and_the_agent_runs(case, clean_env, receiver, caplog):
+    env, exports = CASES[case]
+    if not any("ENDPOINT" in name for name in env):
+        clean_env.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", receiver.http_endpoint)
+    for name, value in env.items():
+        clean_env.setenv(name, value)
+    caplog.set_level(logging.WARNING)
+
+    provider = build_tracer_provider()
+    runner = adk_otel.instrument(agents.runner(agents.sequential()), tracer_provider=provider)
+    events = asyncio.run(agents.invoke(runner))
+    provider.shutdown()
+
+    assert events > 0
+    warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1, [r.getMessage() for r in warnings]
+    [warning] = warnings
+    assert warning.name.startswith("adk_otel")
+    message = warning.getMessage()
+    named = [name for name in env if name in message]
+    assert named, message
+    assert "s3cr3t" not in caplog.text
+    if exports:
+        assert len(receiver.wait_for(8, timeout=15)) == 8
+
+
+def test_bad_settings_in_an_application_without_a_provider(receiver):
+    """The global path: ``instrument()`` builds the provider from a broken
+    environment; the app runs, exits normally, each variable is named once,
+    and the spans still reach the collector."""
+    env = {
+        "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json",
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": receiver.http_endpoint,
+        "OTEL_EXPORTER_OTLP_HEADERS": "Bearer s3cr3t",
+        "OTEL_TRACES_SAMPLER": "sometimes",
+        "OTEL_BSP_MAX_QUEUE_SIZE": "lots",
+    }
+    result = run_child(2, env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.report["runs_ok"] == 2 and result.report["errors"] == []
+    problems = result.problems()
+    for name in ("OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_HEADERS"):
+        assert sum(name in line for line in problems) == 1, problems
+    assert sum("OTEL_TRACES_SAMPLER" in line for line in problems) == 1, problems
+    assert sum("OTEL_BSP_MAX_QUEUE_SIZE" in line for line in problems) == 1, problems
+    assert len(problems) == 4, problems
+    assert "s3cr3t" not in result.stderr
+    assert result.report["exported"] == result.report["ended"] == 16
+    assert len(receiver.wait_for(16, timeout=15)) == 16

@@ -1,0 +1,90 @@
+"""Many invocations leave nothing behind in adk-otel's own bookkeeping, and
+the memory adk-otel itself allocates does not grow with the number of runs."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import tracemalloc
+from pathlib import Path
+
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+import adk_otel
+from adk_otel import plugin as plugin_module
+from adk_otel.ledger import Entry
+from adk_otel.pipeline import build_tracer_provider
+
+from . import agents
+
+RUNS = 500
+OWN_CODE = str(Path(adk_otel.__file__).resolve().parent)
+TEST_HELPERS = str(Path(OWN_CODE) / "testing")
+GROWTH_LIMIT = 32 * 1024
+"""Bytes adk-otel's own allocations may grow over RUNS invocations: far less
+than one retained span (or dict) per run would cost."""
+
+
+def own_allocations(snapshot: tracemalloc.Snapshot) -> int:
+    """Bytes allocated by adk-otel's code (the scripted model, which the test
+    uses as the LLM, excluded)."""
+    return sum(
+        stat.size
+        for stat in snapshot.statistics("filename")
+        if stat.traceback[0].filename.startswith(OWN_CODE)
+        and not stat.traceback[0].filename.startswith(TEST_HELPERS)
+    )
+
+
+def live(cls: type) -> int:
+    return sum(1 for obj in gc.get_objects() if type(obj) is cls)
+
+
+def test_bookkeeping_returns_to_zero_and_own_memory_stays_flat():
+    exporter = InMemorySpanExporter()
+    provider = build_tracer_provider(exporter=exporter)
+    root = agents.fan_out()
+    runner = adk_otel.instrument(agents.runner(root), tracer_provider=provider)
+    plugin = adk_otel.plugin_of(runner)
+
+    async def many(count: int) -> tuple[int, int]:
+        # All in one task, so a done-callback left on the caller's task would
+        # pile up (and keep its run, and the run's entries, alive): counted
+        # here, while that task still runs.
+        for _ in range(count):
+            await agents.invoke(runner)
+            exporter.clear()
+            agents.forget_requests(root)
+        gc.collect()
+        return live(plugin_module._Run), live(Entry)
+
+    loop = asyncio.new_event_loop()
+    try:
+        loop.run_until_complete(many(20))  # warm-up: caches, lazily built objects
+        tracemalloc.start()
+        loop.run_until_complete(many(20))  # what is allocated once, while traced
+        provider.force_flush()
+        exporter.clear()
+        gc.collect()
+        before = own_allocations(tracemalloc.take_snapshot())
+        runs_alive, entries_alive = loop.run_until_complete(many(RUNS))
+        provider.force_flush()
+        exporter.clear()
+        gc.collect()
+        after = own_allocations(tracemalloc.take_snapshot())
+        tracemalloc.stop()
+    finally:
+        loop.close()
+        provider.shutdown()
+
+    assert plugin.open_spans == 0
+    assert plugin._runs == {}
+    assert plugin._runs_by_invocation == {}
+    assert plugin._orphans == {}
+    ledger = plugin._ledger_instance
+    for name, value in vars(ledger).items():
+        if isinstance(value, dict | list | set):
+            assert len(value) == 0, f"ledger.{name} keeps {len(value)} item(s)"
+    assert runs_alive == 0
+    assert entries_alive == 0
+    assert after - before < GROWTH_LIMIT, f"adk-otel's own allocations grew by {after - before} B"

@@ -1,0 +1,97 @@
+"""A burst of spans larger than the SDK's default queue (2048) while the
+exporter is busy: adk-otel's default pipeline exports every span, where the
+SDK's default ``BatchSpanProcessor`` drops some; and when spans are dropped
+anyway, the user is told how many."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Sequence
+
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+
+import adk_otel
+from adk_otel.pipeline import build_tracer_provider, exporting_processor
+
+from . import agents
+
+RUNS = 330
+SPANS_PER_RUN = 8
+BURST = RUNS * SPANS_PER_RUN  # 2640 spans: more than 2048 queued + 512 in one export
+assert BURST > 2048 + 512
+
+
+class HeldExporter(SpanExporter):
+    """Blocks every export until released, like a collector that is slow
+    while the burst happens; then takes everything."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.entered = threading.Event()
+        self.spans = 0
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        self.entered.set()
+        self.release.wait(60)
+        self.spans += len(spans)
+        return SpanExportResult.SUCCESS
+
+
+def burst(provider: TracerProvider, exporter: HeldExporter) -> None:
+    runner = adk_otel.instrument(agents.runner(agents.sequential()), tracer_provider=provider)
+
+    async def runs() -> None:
+        await asyncio.gather(*(agents.invoke(runner) for _ in range(RUNS)))
+
+    try:
+        asyncio.run(runs())
+    finally:
+        exporter.release.set()
+    provider.force_flush()
+    provider.shutdown()
+
+
+def test_burst_is_fully_exported_by_the_default_pipeline(monkeypatch, caplog):
+    for name in ("OTEL_BSP_MAX_QUEUE_SIZE", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE"):
+        monkeypatch.delenv(name, raising=False)
+    caplog.set_level(logging.WARNING)
+    exporter = HeldExporter()
+    provider = build_tracer_provider(exporter=exporter)
+    processor = exporting_processor(provider)
+    burst(provider, exporter)
+    assert exporter.entered.is_set()  # the exporter really was busy during the burst
+    assert exporter.spans == processor.ended == BURST
+    assert processor.dropped == processor.failed == processor.unsent == 0
+    assert not [r for r in caplog.records if r.name.startswith(("adk_otel", "opentelemetry"))]
+
+
+def test_the_sdk_default_processor_drops_the_same_burst():
+    """The reason for adk-otel's defaults, shown on the same burst."""
+    exporter = HeldExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(exporter))
+    burst(provider, exporter)
+    assert exporter.spans < BURST
+
+
+def test_dropped_spans_are_counted_and_reported(monkeypatch, caplog):
+    monkeypatch.setenv("OTEL_BSP_MAX_QUEUE_SIZE", "256")
+    monkeypatch.setenv("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "64")
+    caplog.set_level(logging.WARNING)
+    exporter = HeldExporter()
+    provider = build_tracer_provider(exporter=exporter)
+    processor = exporting_processor(provider)
+    burst(provider, exporter)
+    # At most one queue plus one batch survive the hold; the rest is counted.
+    assert processor.dropped >= BURST - 256 - 64
+    assert exporter.spans + processor.dropped == processor.ended == BURST
+    messages = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    # One warning when dropping starts (the next would come a minute later),
+    # one with the count at shutdown; the SDK's own "Queue full" line is held back.
+    assert len(messages) == 2, messages
+    assert "the span export queue is full (256 spans)" in messages[0]
+    assert f"{processor.dropped} of {BURST} span(s) were not exported" in messages[1]
+    assert f"{processor.dropped} dropped because the export queue was full" in messages[1]
