@@ -7,7 +7,7 @@ import logging
 import pytest
 from opentelemetry.sdk.trace import TracerProvider, _TracerConfig
 
-from adk_otel import pipeline
+from adk_otel import otel_env, pipeline
 from adk_otel.semconv import ADK_SCOPE
 
 
@@ -69,12 +69,12 @@ def test_keep_adk_spans_from_env(monkeypatch, env, expected) -> None:
     ],
 )
 def test_endpoint_problems_are_explained(value, protocol, problem) -> None:
-    found = pipeline.endpoint_problem(value, protocol)
+    found = otel_env.endpoint_problem(value, protocol)
     assert (found is None) if problem is None else (problem in found)
 
 
 def test_unknown_protocol_warns_naming_the_variable(monkeypatch, caplog) -> None:
     caplog.set_level(logging.WARNING, logger="adk_otel")
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")
-    assert pipeline.otlp_protocol() == "http/protobuf"
+    assert otel_env.otlp_protocol() == "http/protobuf"
     assert "OTEL_EXPORTER_OTLP_PROTOCOL='http/json' is not supported" in caplog.text

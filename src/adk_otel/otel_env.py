@@ -1,0 +1,233 @@
+"""What the standard ``OTEL_*`` variables ask for: sampler, OTLP protocol,
+endpoint and exporter. A bad value is reported with one warning naming the
+variable (never a header value: those often hold credentials) and replaced by
+a working default; nothing here raises into the application."""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlsplit
+
+from opentelemetry.sdk.trace import sampling
+from opentelemetry.sdk.trace.export import SpanExporter
+
+from .export import MUTING, install_muting
+
+# One logger for everything on the export path, as documented (docs/operations.md).
+logger = logging.getLogger("adk_otel.pipeline")
+
+PROTOCOLS = ("http/protobuf", "grpc")
+DEFAULT_PROTOCOL = "http/protobuf"
+
+_SAMPLERS = (
+    "always_on",
+    "always_off",
+    "traceidratio",
+    "parentbased_always_on",
+    "parentbased_always_off",
+    "parentbased_traceidratio",
+)
+_DEFAULT_SAMPLER = "parentbased_always_on"
+
+
+def sampler_from_env() -> sampling.Sampler | None:
+    """The sampler ``OTEL_TRACES_SAMPLER`` / ``OTEL_TRACES_SAMPLER_ARG`` ask
+    for; None (the SDK's default) when unset. A bad value is reported with a
+    warning naming the variable, never raised."""
+    name = os.environ.get("OTEL_TRACES_SAMPLER", "").strip().lower()
+    if not name:
+        return None
+    if name not in _SAMPLERS:
+        logger.warning(
+            "adk-otel: OTEL_TRACES_SAMPLER=%r is not a sampler this SDK knows (use one of "
+            "%s); using %s",
+            name,
+            ", ".join(_SAMPLERS),
+            _DEFAULT_SAMPLER,
+        )
+        name = _DEFAULT_SAMPLER
+    if name.endswith("traceidratio"):
+        ratio: sampling.Sampler = sampling.TraceIdRatioBased(_sampler_ratio())
+        return sampling.ParentBased(ratio) if name.startswith("parentbased") else ratio
+    base = sampling.ALWAYS_OFF if name.endswith("always_off") else sampling.ALWAYS_ON
+    return sampling.ParentBased(base) if name.startswith("parentbased") else base
+
+
+def _sampler_ratio() -> float:
+    raw = os.environ.get("OTEL_TRACES_SAMPLER_ARG", "").strip()
+    if not raw:
+        return 1.0
+    try:
+        ratio = float(raw)
+    except ValueError:
+        ratio = -1.0
+    if not 0.0 <= ratio <= 1.0:
+        logger.warning(
+            "adk-otel: OTEL_TRACES_SAMPLER_ARG=%r is not a sampling ratio between 0 and 1 "
+            "(e.g. 0.25); sampling everything (1.0)",
+            raw,
+        )
+        return 1.0
+    return ratio
+
+
+def _env(*names: str) -> tuple[str, str] | None:
+    for name in names:
+        value = os.environ.get(name, "").strip()
+        if value:
+            return name, value
+    return None
+
+
+def otlp_protocol() -> str:
+    found = _env("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL")
+    if found is None:
+        return DEFAULT_PROTOCOL
+    name, value = found
+    if value not in PROTOCOLS:
+        logger.warning(
+            "adk-otel: %s=%r is not supported (use one of %s); using %s",
+            name,
+            value,
+            ", ".join(PROTOCOLS),
+            DEFAULT_PROTOCOL,
+        )
+        return DEFAULT_PROTOCOL
+    return value
+
+
+def endpoint_problem(value: str, protocol: str) -> str | None:
+    """Why an OTLP endpoint cannot work, or None when it looks usable."""
+    candidate = value if "://" in value or protocol != "grpc" else f"http://{value}"
+    try:
+        parts = urlsplit(candidate)
+        parts.port  # noqa: B018 - raises on a malformed port
+    except ValueError as exc:
+        return str(exc)
+    if parts.scheme not in ("http", "https"):
+        return "the scheme must be http:// or https://"
+    if not parts.hostname:
+        return "it has no host"
+    return None
+
+
+def otlp_exporter_from_env() -> SpanExporter | None:
+    """The OTLP span exporter ``OTEL_*`` asks for, or None with a warning.
+
+    ``OTEL_TRACES_EXPORTER=none`` turns exporting off; the exporters read
+    endpoint, headers, timeout, compression and certificates themselves.
+    """
+    exporters = os.environ.get("OTEL_TRACES_EXPORTER", "otlp").strip().lower()
+    if exporters == "none":
+        return None
+    if "otlp" not in exporters.split(","):
+        logger.warning(
+            "adk-otel: OTEL_TRACES_EXPORTER=%r: only 'otlp' and 'none' are built in; using otlp",
+            exporters,
+        )
+    protocol = otlp_protocol()
+    endpoint = _env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
+    if endpoint is not None:
+        problem = endpoint_problem(endpoint[1], protocol)
+        if problem:
+            logger.warning(
+                "adk-otel: %s=%r is not a usable OTLP endpoint (%s); spans will not be "
+                "exported. Example: http://localhost:4318 (http/protobuf) or "
+                "http://localhost:4317 (grpc)",
+                endpoint[0],
+                endpoint[1],
+                problem,
+            )
+            return None
+    _check_headers()
+    options = _checked_exporter_options()
+    factory: Callable[..., Any]
+    if protocol == "grpc":
+        from grpc import Compression as GrpcCompression
+        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+
+        factory = OTLPSpanExporter
+        if options.pop("compression", None) is not None:
+            options["compression"] = GrpcCompression.NoCompression
+    else:
+        from opentelemetry.exporter.otlp.proto.http import Compression as HttpCompression
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
+            OTLPSpanExporter as HttpExporter,
+        )
+
+        factory = HttpExporter
+        if options.pop("compression", None) is not None:
+            options["compression"] = HttpCompression.NoCompression
+    try:
+        with MUTING.active():  # header problems were reported above, without values
+            return factory(**options)
+    except Exception as exc:
+        logger.warning(
+            "adk-otel: cannot create the OTLP %s exporter from the OTEL_EXPORTER_OTLP_* "
+            "settings (%s: %s); spans will not be exported",
+            protocol,
+            type(exc).__name__,
+            exc,
+        )
+        return None
+
+
+# Header names: an HTTP token; values: printable ASCII (spaces allowed),
+# without "," (the separator). Anything else must be URL-encoded (%XX).
+_HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_HEADER_VALUE = re.compile(r"[\x20-\x7e]*")
+
+
+def _check_headers() -> None:
+    """Report ``OTEL_EXPORTER_OTLP_(TRACES_)HEADERS`` entries the exporter will
+    ignore or choke on. Values are never logged: they often hold credentials."""
+    found = _env("OTEL_EXPORTER_OTLP_TRACES_HEADERS", "OTEL_EXPORTER_OTLP_HEADERS")
+    if found is None:
+        return
+    name, value = found
+    install_muting()
+    problems = []
+    entries = [e.strip() for e in value.split(",")]
+    for number, entry in enumerate(entries, 1):
+        if not entry:
+            continue
+        key, sep, val = entry.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            problems.append(f"entry {number} is not name=value")
+        elif not _HEADER_NAME.fullmatch(key):
+            problems.append(f"header name {key!r} has characters not allowed in a header name")
+        elif not _HEADER_VALUE.fullmatch(val.strip()):
+            problems.append(f"the value of {key!r} must be URL-encoded (%XX)")
+    if problems:
+        logger.warning(
+            "adk-otel: %s: %s; those entries are ignored. Expected: "
+            "name1=value1,name2=value2 (values URL-encoded)",
+            name,
+            "; ".join(problems),
+        )
+
+
+def _checked_exporter_options() -> dict[str, Any]:
+    """Timeout and compression, which the exporters would fail on with a
+    message naming neither variable: reported here, replaced by defaults
+    (``{"timeout": 10.0}``, ``{"compression": "none"}``) passed explicitly."""
+    options: dict[str, Any] = {}
+    found = _env("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT")
+    if found is not None:
+        try:
+            usable = float(found[1]) > 0
+        except ValueError:
+            usable = False
+        if not usable:
+            logger.warning("adk-otel: %s=%r is not a positive number of seconds; using 10", *found)
+            options["timeout"] = 10.0
+    found = _env("OTEL_EXPORTER_OTLP_TRACES_COMPRESSION", "OTEL_EXPORTER_OTLP_COMPRESSION")
+    if found is not None and found[1].lower() not in ("none", "gzip", "deflate"):
+        logger.warning("adk-otel: %s=%r is not one of none, gzip, deflate; using none", *found)
+        options["compression"] = "none"
+    return options
