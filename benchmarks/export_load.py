@@ -10,7 +10,8 @@ processor's thread exports. Compared, each in a fresh worker process:
 
 Exporters: ``noop`` (takes the batch, does nothing), ``otlp-http`` (the real
 OTLP/HTTP exporter to an in-process OTLP receiver on loopback: protobuf
-encoding competes with the agent loop for the GIL), and ``held`` (an export
+encoding competes with the agent loop for the GIL; the receiver runs in a
+process of its own, as a collector would), and ``held`` (an export
 blocks until the burst is over, like a collector that stalls for a while:
 the burst must fit in the queue).
 
@@ -35,6 +36,14 @@ HERE = Path(__file__).resolve().parent
 PIPELINES = ("sdk", "adk_otel")
 EXPORTERS = ("noop", "otlp-http", "held")
 CONCURRENCY = 64
+_RECEIVER = """
+import sys
+from adk_otel.testing.receiver import OtlpReceiver
+receiver = OtlpReceiver().start()
+print(receiver.http_endpoint, flush=True)
+sys.stdin.read()
+receiver.stop()
+"""
 
 
 def _worker(pipeline: str, exporter_kind: str, runs: int) -> dict[str, Any]:
@@ -77,10 +86,15 @@ def _worker(pipeline: str, exporter_kind: str, runs: int) -> dict[str, Any]:
     if exporter_kind == "otlp-http":
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-        from adk_otel.testing.receiver import OtlpReceiver
-
-        receiver = OtlpReceiver().start()
-        inner = OTLPSpanExporter(endpoint=receiver.http_endpoint)
+        # The receiver stands in for a collector: its own process, as in production.
+        receiver = subprocess.Popen(
+            [sys.executable, "-c", _RECEIVER],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert receiver.stdout is not None
+        inner = OTLPSpanExporter(endpoint=receiver.stdout.readline().strip())
     exporter = Recording(inner, hold)
     if pipeline == "sdk":
         provider = TracerProvider(resource=Resource.create())
@@ -137,7 +151,7 @@ def _worker(pipeline: str, exporter_kind: str, runs: int) -> dict[str, Any]:
     provider.shutdown()
     shutdown_s = time.perf_counter() - started
     if receiver is not None:
-        receiver.stop()
+        receiver.communicate("", timeout=30)
     return {
         "pipeline": pipeline,
         "exporter": exporter_kind,

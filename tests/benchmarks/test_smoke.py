@@ -1,0 +1,34 @@
+"""The benchmark scripts still run (tiny sizes): numbers are not asserted here,
+only that every script works end to end and writes its results."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+
+CASES = {
+    "overhead": ["--rounds", "2", "--batch", "1"],
+    "export_load": ["--runs", "40"],
+    "memory": ["--runs", "64", "--traced-runs", "32", "--checkpoints", "2"],
+}
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_benchmark_runs(name, tmp_path):
+    results = tmp_path / f"{name}.json"
+    script = str(BENCHMARKS / f"{name}.py")
+    done = subprocess.run(
+        [sys.executable, "-W", "ignore", script, *CASES[name], "--json", str(results)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "|---|" in done.stdout  # its table
+    assert json.loads(results.read_text())
