@@ -104,10 +104,25 @@ def model_response(llm_response: Any) -> Attributes:
         _put(
             attributes,
             sc.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS,
-            getattr(usage, "cache_creation_input_tokens", None),
+            _optional_field(usage, "cache_creation_input_tokens"),
         )
         _put(attributes, sc.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS, thoughts)
     return attributes
+
+
+def _optional_field(model: Any, name: str) -> Any:
+    """``getattr(model, name, None)`` for a value only some responses carry
+    (Anthropic's cache writes, which ADK sets outside the usage model's
+    fields), without the exception pydantic raises inside ``getattr`` for
+    every response that lacks it."""
+    fields = getattr(type(model), "model_fields", None)
+    if isinstance(fields, dict) and name not in fields:
+        values = getattr(model, "__dict__", None)
+        if isinstance(values, dict) and name in values:
+            return values[name]
+        extra = getattr(model, "__pydantic_extra__", None)
+        return extra.get(name) if extra else None
+    return getattr(model, name, None)
 
 
 def _sum(a: int | None, b: int | None) -> int | None:

@@ -170,7 +170,10 @@ class Ledger:
         outcome: Outcome,
         error: BaseException | None,
         reason: str | None,
+        extra: Mapping[str, AttributeValue] | None = None,
     ) -> None:
+        """End the span with its outcome (and ``extra`` attributes), all set
+        in one call; a no-op when the entry already ended."""
         with self._lock:
             if entry.ended:
                 return
@@ -181,19 +184,21 @@ class Ledger:
                 with contextlib.suppress(ValueError):
                     entry.parent.children.remove(entry)
         span = entry.span
+        attributes: dict[str, AttributeValue] = {ADK_OUTCOME: outcome.value}
         if reason:
-            span.set_attributes({ADK_OUTCOME: outcome.value, ADK_CLOSE_REASON: reason})
-        else:
-            span.set_attribute(ADK_OUTCOME, outcome.value)
+            attributes[ADK_CLOSE_REASON] = reason
+        if outcome is Outcome.ERROR:
+            attributes[ERROR_TYPE] = error_type(error) if error is not None else reason or "_OTHER"
+        if extra:
+            attributes.update(extra)
+        span.set_attributes(attributes)
         if outcome is Outcome.OK:
             span.set_status(_STATUS_OK)
         elif outcome is Outcome.ERROR:
             if error is not None:
-                span.set_attribute(ERROR_TYPE, error_type(error))
                 span.record_exception(error, escaped=True)
                 span.set_status(Status(StatusCode.ERROR, f"{type(error).__name__}: {error}"))
             else:
-                span.set_attribute(ERROR_TYPE, reason or "_OTHER")
                 span.set_status(Status(StatusCode.ERROR, reason))
         self._detach(entry)
         entry.anchor = None

@@ -350,28 +350,30 @@ class TelemetryLedger(Ledger):
         outcome: Outcome,
         error: BaseException | None,
         reason: str | None,
+        extra: Mapping[str, AttributeValue] | None = None,
     ) -> None:
         facts = self._facts.pop(entry, None)
         if facts is None or entry.ended:
-            super()._finish(entry, outcome, error, reason)
+            super()._finish(entry, outcome, error, reason, extra)
             return
         if facts.kind == _TOOL:
             self._tools_by_span.pop(entry.span.get_span_context().span_id, None)
         span = entry.span
+        rollup: dict[str, AttributeValue] | None = None
         if facts.kind in _ROLLUP_KINDS and span.is_recording():
-            span.set_attributes(
-                {
-                    sc.ADK_MODEL_CALL_COUNT: facts.model_calls,
-                    sc.ADK_TOOL_CALL_COUNT: facts.tool_calls,
-                    **(facts.tokens or {}),
-                }
-            )
+            rollup = {
+                sc.ADK_MODEL_CALL_COUNT: facts.model_calls,
+                sc.ADK_TOOL_CALL_COUNT: facts.tool_calls,
+                **(facts.tokens or {}),
+            }
         if facts.event is not None:
             event = facts.event
             if facts.kind == _MODEL:
                 event = {**_dimensions(facts, _INFERENCE_EVENT_KEYS), **event}
             span.add_event(facts.event_name, event)
-        super()._finish(entry, outcome, error, reason)
+        if extra:
+            rollup = {**(rollup or {}), **extra}
+        super()._finish(entry, outcome, error, reason, rollup)
         if self.instruments is not None:
             self._record(facts, outcome, error, reason)
 

@@ -40,15 +40,18 @@ logger = logging.getLogger(__name__)
 _HookFn = Callable[..., Coroutine[Any, Any, None]]
 
 
-def _never_raises(hook: _HookFn) -> _HookFn:
-    """Instrumentation failures are logged once per hook, never raised."""
+def _never_raises(hook: Callable[..., None]) -> _HookFn:
+    """The ADK hook (a coroutine function) for a plain method that does the
+    work: instrumentation failures are logged once per hook, never raised.
+    The work itself never awaits, so it needs no coroutine of its own (one
+    fewer per hook call: hooks run several times per span)."""
     reported = False
 
     @functools.wraps(hook)
     async def guarded(self: AdkOtelPlugin, **kwargs: Any) -> None:
         nonlocal reported
         try:
-            await hook(self, **kwargs)
+            hook(self, **kwargs)
         except Exception:
             if not reported:
                 reported = True
@@ -251,7 +254,7 @@ class AdkOtelPlugin(BasePlugin):
     # -- run hooks -------------------------------------------------------
 
     @_never_raises
-    async def before_run_callback(self, *, invocation_context: Any) -> None:
+    def before_run_callback(self, *, invocation_context: Any) -> None:
         run = self._open_run(invocation_context)
         if self._content is not None:
             self._capture(
@@ -259,7 +262,7 @@ class AdkOtelPlugin(BasePlugin):
             )
 
     @_never_raises
-    async def after_run_callback(self, *, invocation_context: Any) -> None:
+    def after_run_callback(self, *, invocation_context: Any) -> None:
         run = self._runs.get(id(invocation_context))
         if run is None:
             return
@@ -275,7 +278,7 @@ class AdkOtelPlugin(BasePlugin):
             self._close_run(run, Outcome.OK, None, None)
 
     @_never_raises
-    async def on_run_error_callback(self, *, invocation_context: Any, error: Exception) -> None:
+    def on_run_error_callback(self, *, invocation_context: Any, error: Exception) -> None:
         run = self._runs.get(id(invocation_context))
         if run is None:
             # Failed before our before_run (another plugin ahead of us raised):
@@ -286,7 +289,7 @@ class AdkOtelPlugin(BasePlugin):
     # -- agent hooks -----------------------------------------------------
 
     @_never_raises
-    async def before_agent_callback(self, *, agent: Any, callback_context: Any) -> None:
+    def before_agent_callback(self, *, agent: Any, callback_context: Any) -> None:
         run = self._run_for(callback_context.invocation_id)
         parent: Entry | None = None
         ancestor = getattr(agent, "parent_agent", None)
@@ -309,7 +312,7 @@ class AdkOtelPlugin(BasePlugin):
             self._orphans[(callback_context.invocation_id, agent.name)] = entry
 
     @_never_raises
-    async def after_agent_callback(self, *, agent: Any, callback_context: Any) -> None:
+    def after_agent_callback(self, *, agent: Any, callback_context: Any) -> None:
         entry, run = self._agent_entry(agent, callback_context)
         if entry is None:
             return
@@ -321,7 +324,7 @@ class AdkOtelPlugin(BasePlugin):
             self._ledger.end_entry(entry, Outcome.OK)
 
     @_never_raises
-    async def on_agent_error_callback(
+    def on_agent_error_callback(
         self, *, agent: Any, callback_context: Any, error: Exception
     ) -> None:
         entry, _ = self._agent_entry(agent, callback_context)
@@ -340,7 +343,7 @@ class AdkOtelPlugin(BasePlugin):
     # -- model hooks -----------------------------------------------------
 
     @_never_raises
-    async def before_model_callback(self, *, callback_context: Any, llm_request: Any) -> None:
+    def before_model_callback(self, *, callback_context: Any, llm_request: Any) -> None:
         run = self._run_for(callback_context.invocation_id)
         # No agent span for the caller (a workflow node): the run is its parent.
         parent = (run.innermost_agent(callback_context.agent_name) or run.entry) if run else None
@@ -377,7 +380,7 @@ class AdkOtelPlugin(BasePlugin):
             )
 
     @_never_raises
-    async def after_model_callback(self, *, callback_context: Any, llm_response: Any) -> None:
+    def after_model_callback(self, *, callback_context: Any, llm_response: Any) -> None:
         entry = self._ledger.get(("model", id(callback_context.actions)))
         if entry is None:
             return
@@ -403,7 +406,7 @@ class AdkOtelPlugin(BasePlugin):
             self._ledger.end_entry(entry, Outcome.OK)
 
     @_never_raises
-    async def on_model_error_callback(
+    def on_model_error_callback(
         self, *, callback_context: Any, llm_request: Any, error: Exception
     ) -> None:
         entry = self._ledger.get(("model", id(callback_context.actions)))
@@ -413,7 +416,7 @@ class AdkOtelPlugin(BasePlugin):
     # -- tool hooks ------------------------------------------------------
 
     @_never_raises
-    async def before_tool_callback(self, *, tool: Any, tool_args: Any, tool_context: Any) -> None:
+    def before_tool_callback(self, *, tool: Any, tool_args: Any, tool_context: Any) -> None:
         run = self._run_for(tool_context.invocation_id)
         # A workflow tool node has no agent span: the run is its parent.
         parent = (run.innermost_agent(tool_context.agent_name) or run.entry) if run else None
@@ -428,7 +431,7 @@ class AdkOtelPlugin(BasePlugin):
             self._capture(entry, sc.GEN_AI_TOOL_CALL_ARGUMENTS, _same, tool_args)
 
     @_never_raises
-    async def after_tool_callback(
+    def after_tool_callback(
         self, *, tool: Any, tool_args: Any, tool_context: Any, result: Any
     ) -> None:
         key = ("tool", tool_context.invocation_id, tool_context.function_call_id)
@@ -437,7 +440,7 @@ class AdkOtelPlugin(BasePlugin):
         self._ledger.end(key, Outcome.OK)
 
     @_never_raises
-    async def on_tool_error_callback(
+    def on_tool_error_callback(
         self, *, tool: Any, tool_args: Any, tool_context: Any, error: Exception
     ) -> None:
         entry = self._ledger.get(
@@ -455,7 +458,7 @@ class AdkOtelPlugin(BasePlugin):
         return None
 
     @_never_raises
-    async def _capture_final_response(self, *, invocation_context: Any, event: Any) -> None:
+    def _capture_final_response(self, *, invocation_context: Any, event: Any) -> None:
         run = self._runs.get(id(invocation_context))
         if run is not None and not run.entry.ended:
             self._capture(run.entry, sc.GEN_AI_OUTPUT_MESSAGES, attrs.final_output_messages, event)

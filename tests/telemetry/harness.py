@@ -34,8 +34,10 @@ class ScriptedGemini(ScriptedModel, Gemini):
 
 
 class RichUsageModel(ScriptedModel):
-    """Reports cached and reasoning tokens; streamed chunks carry inflated
-    usage that must never be counted (only the final response is)."""
+    """Reports cached and reasoning tokens, and cache writes the way ADK's
+    Anthropic model does (an attribute outside the usage model's fields);
+    streamed chunks carry inflated usage that must never be counted (only
+    the final response is)."""
 
     async def generate_content_async(
         self, llm_request: LlmRequest, stream: bool = False
@@ -48,6 +50,7 @@ class RichUsageModel(ScriptedModel):
                 thoughts_token_count=5,
                 tool_use_prompt_token_count=3,
             )
+            object.__setattr__(usage, "cache_creation_input_tokens", 40)
             if response.partial:
                 usage = types.GenerateContentResponseUsageMetadata(
                     prompt_token_count=9999, candidates_token_count=9999

@@ -93,6 +93,7 @@ async def test_token_usage_details_come_from_the_final_response_only() -> None:
     assert span.attributes[sc.GEN_AI_USAGE_OUTPUT_TOKENS] == 25
     assert span.attributes[sc.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] == 60
     assert span.attributes[sc.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS] == 5
+    assert span.attributes[sc.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS] == 40
     agent_span = rec.one("invoke_agent clerk")
     assert agent_span.attributes[sc.GEN_AI_USAGE_INPUT_TOKENS] == 103
     assert agent_span.attributes[sc.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] == 60
