@@ -127,11 +127,7 @@ def _worker(pipeline: str, exporter_kind: str, runs: int) -> dict[str, Any]:
 
         async def one() -> None:
             async with semaphore:
-                session_id = await workloads.new_session(runner)
-                await workloads.invoke(runner, session_id)
-                await runner.session_service.delete_session(
-                    app_name=workloads.APP, user_id=workloads.USER, session_id=session_id
-                )
+                await workloads.invoke_on_new_session(runner)
 
         started = time.perf_counter()
         await asyncio.gather(*(one() for _ in range(runs)))

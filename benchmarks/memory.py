@@ -76,11 +76,7 @@ def main() -> None:
 
         async def one() -> None:
             async with semaphore:
-                session_id = await workloads.new_session(runner)
-                await workloads.invoke(runner, session_id)
-                await runner.session_service.delete_session(
-                    app_name=workloads.APP, user_id=workloads.USER, session_id=session_id
-                )
+                await workloads.invoke_on_new_session(runner)
                 for model in models.values():
                     model.requests.clear()
 

@@ -88,3 +88,12 @@ async def invoke(runner: InMemoryRunner, session_id: str) -> int:
     async for _ in runner.run_async(user_id=USER, session_id=session_id, new_message=MESSAGE):
         events += 1
     return events
+
+
+async def invoke_on_new_session(runner: InMemoryRunner) -> int:
+    """One invocation on a session made for it and deleted afterwards (so a
+    long run keeps no sessions); returns the number of events."""
+    session_id = await new_session(runner)
+    events = await invoke(runner, session_id)
+    await runner.session_service.delete_session(app_name=APP, user_id=USER, session_id=session_id)
+    return events
