@@ -97,6 +97,9 @@ def uninstrument(target: Target) -> Target:
     plugins = _plugin_list(target)
     if plugins is None:
         raise _reject(target)
+    for plugin in plugins:
+        if isinstance(plugin, AdkOtelPlugin):
+            plugin.end_open_spans()  # no hook will reach them once it is removed
     plugins[:] = [p for p in plugins if not isinstance(p, AdkOtelPlugin)]
     if hasattr(target, "plugin_manager"):
         runner_wrapper.unwrap(target)

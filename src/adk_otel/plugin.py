@@ -490,6 +490,11 @@ class AdkOtelPlugin(BasePlugin):
 
     async def close(self) -> None:
         """End anything still open (``Runner.close()`` calls this)."""
+        self.end_open_spans()
+
+    def end_open_spans(self) -> None:
+        """End every span still open as ``incomplete`` (``plugin_closed``): the
+        plugin is closing or being removed, so no hook will end them. Never raises."""
         try:
             if self._ledger_instance is not None:
                 self._ledger_instance.end_all(Outcome.INCOMPLETE, "plugin_closed")
@@ -497,7 +502,7 @@ class AdkOtelPlugin(BasePlugin):
                 self._forget(run)
             self._orphans.clear()
         except Exception:
-            logger.warning("adk-otel: close failed", exc_info=True)
+            logger.warning("adk-otel: ending open spans failed", exc_info=True)
 
 
 def _same(value: Any) -> Any:

@@ -94,6 +94,37 @@ async def test_uninstrument_restores_the_runner():
     assert exporter.get_finished_spans() == ()
 
 
+async def test_uninstrument_mid_run_ends_the_open_spans():
+    provider, exporter = memory_provider()
+    gate, started = asyncio.Event(), asyncio.Event()
+    agent = LlmAgent(
+        name="clerk", model=ScriptedModel(script=[reply("ok", gate=gate, started=started)])
+    )
+    runner = adk_otel.instrument(
+        InMemoryRunner(agent=agent, app_name="shop"), tracer_provider=provider
+    )
+    running = asyncio.create_task(run_once(runner))
+    await started.wait()  # the model call is in flight: invocation, agent, model open
+
+    adk_otel.uninstrument(runner)
+    ended = {span.name: span for span in exporter.get_finished_spans()}
+    assert set(ended) == {
+        "invocation shop",
+        "invoke_agent clerk",
+        "generate_content scripted-model",
+    }
+    assert {span.attributes["adk.outcome"] for span in ended.values()} == {"incomplete"}
+    assert {span.attributes["adk.close_reason"] for span in ended.values()} <= {
+        "plugin_closed",
+        "parent_ended",
+    }
+
+    gate.set()
+    await running  # the run itself finishes normally, untraced from here on
+    assert len(exporter.get_finished_spans()) == 3
+    assert trace.get_current_span() is trace.INVALID_SPAN
+
+
 async def test_app_target_and_runner_built_from_it():
     provider, exporter = memory_provider()
     app = adk_otel.instrument(App(name="shop", root_agent=make_agent()), tracer_provider=provider)
