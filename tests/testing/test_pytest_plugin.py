@@ -171,3 +171,36 @@ def test_plugin_module_imports_nothing_heavy() -> None:
     assert "adk_otel.testing.pytest_plugin" in added
     heavy = [m for m in added if m.startswith(("adk_otel.testing.", "opentelemetry", "google"))]
     assert heavy == ["adk_otel.testing.pytest_plugin"]
+
+
+def test_captures_stay_apart_under_xdist(project: pytest.Pytester) -> None:
+    """Real ADK runs in parallel workers: each test sees its own trace only."""
+    project.makepyfile(
+        test_parallel="""
+        import pytest
+        from google.adk.agents import LlmAgent
+        from google.adk.runners import InMemoryRunner
+        from google.genai import types
+
+        from adk_otel.testing import ScriptedModel, reply
+
+
+        @pytest.mark.asyncio
+        @pytest.mark.parametrize("number", range(8))
+        async def test_own_trace_only(adk_trace, number):
+            app = f"shop{number}"
+            agent = LlmAgent(name=f"clerk{number}", model=ScriptedModel(script=[reply("ok")]))
+            runner = adk_trace.instrument(InMemoryRunner(agent=agent, app_name=app))
+            session = await runner.session_service.create_session(app_name=app, user_id="u")
+            message = types.Content(role="user", parts=[types.Part(text="hi")])
+            run = runner.run_async(user_id="u", session_id=session.id, new_message=message)
+            async for _ in run:
+                pass
+            model = "generate_content scripted-model"
+            adk_trace.assert_tree((f"invocation {app}", [(f"invoke_agent clerk{number}", [model])]))
+            assert len({span.trace_id for span in adk_trace.spans}) == 1
+        """
+    )
+    result = project.runpytest_subprocess("-n", "2", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=8)
+    result.stdout.fnmatch_lines(["*2 workers*"])
