@@ -53,7 +53,9 @@ HANG_LIMIT = 60.0
 class OtlpReceiver:
     """Receives OTLP trace exports on ephemeral loopback ports (gRPC and HTTP).
 
-    ``requests`` holds every acknowledged export in arrival order; ``attempts``
+    ``requests`` holds every acknowledged export in arrival order, ``headers``
+    the HTTP headers or gRPC metadata each came with (names lower-cased, so a
+    test can check what ``OTEL_EXPORTER_OTLP_HEADERS`` sent); ``attempts``
     counts every export call, answered or not, so a test can see retries.
     Both are written under a lock from the server threads; ``spans()`` and
     ``resource_spans()`` return snapshots taken under that lock.
@@ -64,6 +66,7 @@ class OtlpReceiver:
         self.grpc_endpoint = ""
         self.http_endpoint = ""
         self.requests: list[ExportTraceServiceRequest] = []
+        self.headers: list[dict[str, str]] = []
         self.attempts = 0
         self._behaviour: Behaviour = "ok"
         self._cond = threading.Condition()
@@ -157,6 +160,7 @@ class OtlpReceiver:
     def clear(self) -> None:
         with self._cond:
             self.requests.clear()
+            self.headers.clear()
             self.attempts = 0
 
     def wait_for(
@@ -201,13 +205,19 @@ class OtlpReceiver:
 
     # -- used by the servers ---------------------------------------------------
 
-    def _answer(self, request: ExportTraceServiceRequest, gone: threading.Event) -> Behaviour:
+    def _answer(
+        self,
+        request: ExportTraceServiceRequest,
+        gone: threading.Event,
+        headers: dict[str, str],
+    ) -> Behaviour:
         """Record one export attempt and decide how to answer it (blocking while hung)."""
         with self._cond:
             self.attempts += 1
             behaviour = self._behaviour
             if behaviour == "ok":
                 self.requests.append(request)
+                self.headers.append(headers)
             self._cond.notify_all()
             if behaviour == "hang" and not self._closing:
                 self._held.add(gone)
@@ -249,7 +259,8 @@ class _Servicer(TraceServiceServicer):
     ) -> ExportTraceServiceResponse:
         gone = threading.Event()
         context.add_callback(gone.set)  # the client cancelled or its deadline passed
-        behaviour = self._receiver._answer(request, gone)
+        metadata = {key.lower(): str(value) for key, value in context.invocation_metadata()}
+        behaviour = self._receiver._answer(request, gone, metadata)
         if behaviour == "unavailable":
             context.abort(grpc.StatusCode.UNAVAILABLE, "OtlpReceiver: behaviour=unavailable")
         if behaviour == "hang":
@@ -273,7 +284,8 @@ def _handler_for(receiver: OtlpReceiver) -> type[BaseHTTPRequestHandler]:
                 request.ParseFromString(_decompress(body, self.headers.get("Content-Encoding")))
             except Exception as exc:  # a malformed body is the client's bug: say so
                 return self._reply(400, f"cannot decode body: {exc}".encode())
-            behaviour = receiver._answer(request, threading.Event())
+            headers = {key.lower(): value for key, value in self.headers.items()}
+            behaviour = receiver._answer(request, threading.Event(), headers)
             if behaviour == "ok":
                 return self._reply(200, ExportTraceServiceResponse().SerializeToString())
             return self._reply(503, f"OtlpReceiver: behaviour={behaviour}".encode())
