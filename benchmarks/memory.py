@@ -12,6 +12,11 @@ records:
 * in a second, shorter phase under ``tracemalloc``: the bytes still allocated
   by adk-otel's own code (``src/adk_otel``, the scripted test model excluded).
 
+The same checkpoints are taken first in a separate process running the same
+invocations without adk-otel (no SDK, no plugin): RSS moves with the
+allocator and ADK itself, so adk-otel's effect is the difference between
+the two columns, not the growth of one.
+
 The scripted model keeps every request it was sent (a test convenience); that
 history is cleared after each invocation so it does not count as growth.
 Usage: ``python benchmarks/memory.py [--runs 10000] [--traced-runs 2000] [--json PATH]``
@@ -23,9 +28,11 @@ import argparse
 import asyncio
 import gc
 import json
+import subprocess
 import sys
 import time
 import tracemalloc
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -41,35 +48,17 @@ def rss_mib() -> float:
     return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=10000)
-    parser.add_argument("--traced-runs", type=int, default=2000)
-    parser.add_argument("--checkpoints", type=int, default=10)
-    parser.add_argument("--json", type=Path)
-    args = parser.parse_args()
-
-    sys.path.insert(0, str(HERE))
+def invoker(runner: Any) -> Callable[[int], Awaitable[None]]:
+    """``batch(count)``: ``count`` invocations, ``IN_FLIGHT`` at a time."""
     import workloads
-    from overhead import _noop_exporter
 
-    import adk_otel
-    from adk_otel import plugin as plugin_module
-    from adk_otel.ledger import Entry
-    from adk_otel.pipeline import build_tracer_provider
     from adk_otel.testing.model import ScriptedModel
 
-    own_code = str(Path(adk_otel.__file__).resolve().parent)
-    test_helpers = str(Path(own_code) / "testing")
-    provider = build_tracer_provider(exporter=_noop_exporter())
-    runner = adk_otel.instrument(workloads.runner_for("sequential"), tracer_provider=provider)
-    plugin = adk_otel.plugin_of(runner)
-    assert plugin is not None
-    models = {
-        id(agent.model): agent.model
+    models = [
+        agent.model
         for agent in [runner.agent, *runner.agent.sub_agents]
         if isinstance(getattr(agent, "model", None), ScriptedModel)
-    }
+    ]
 
     async def batch(count: int) -> None:
         semaphore = asyncio.Semaphore(IN_FLIGHT)
@@ -77,10 +66,67 @@ def main() -> None:
         async def one() -> None:
             async with semaphore:
                 await workloads.invoke_on_new_session(runner)
-                for model in models.values():
+                for model in models:
                     model.requests.clear()
 
         await asyncio.gather(*(one() for _ in range(count)))
+
+    return batch
+
+
+def bare_rss(runs: int, checkpoints: int) -> list[float]:
+    """RSS at each checkpoint of the same invocations without adk-otel."""
+    import workloads
+
+    batch = invoker(workloads.runner_for("sequential"))
+    loop = asyncio.new_event_loop()
+    loop.run_until_complete(batch(200))  # warm-up
+    rss = [rss_mib()]
+    for _ in range(checkpoints):
+        loop.run_until_complete(batch(runs // checkpoints))
+        rss.append(rss_mib())
+    loop.close()
+    return rss
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=10000)
+    parser.add_argument("--traced-runs", type=int, default=2000)
+    parser.add_argument("--checkpoints", type=int, default=10)
+    parser.add_argument("--json", type=Path)
+    parser.add_argument("--bare", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+
+    sys.path.insert(0, str(HERE))
+    if args.bare:
+        print(json.dumps(bare_rss(args.runs, args.checkpoints)))
+        return
+    sizes = ["--runs", str(args.runs), "--checkpoints", str(args.checkpoints)]
+    baseline = subprocess.run(
+        [sys.executable, "-W", "ignore", __file__, "--bare", *sizes],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    bare = json.loads(baseline.stdout.strip().splitlines()[-1])
+    print("uninstrumented baseline done", file=sys.stderr)
+
+    import workloads
+    from overhead import _noop_exporter
+
+    import adk_otel
+    from adk_otel import plugin as plugin_module
+    from adk_otel.ledger import Entry
+    from adk_otel.pipeline import build_tracer_provider
+
+    own_code = str(Path(adk_otel.__file__).resolve().parent)
+    test_helpers = str(Path(own_code) / "testing")
+    provider = build_tracer_provider(exporter=_noop_exporter())
+    runner = adk_otel.instrument(workloads.runner_for("sequential"), tracer_provider=provider)
+    plugin = adk_otel.plugin_of(runner)
+    assert plugin is not None
+    batch = invoker(runner)
 
     def bookkeeping() -> dict[str, int]:
         ledger = plugin._ledger_instance
@@ -139,28 +185,32 @@ def main() -> None:
     loop.close()
     provider.shutdown()
 
+    for row, rss in zip(rows, bare, strict=True):
+        row["bare_rss_mib"] = rss
     result = {"rows": rows, "traced": traced, "seconds": time.perf_counter() - started}
-    first, last = rows[1], rows[-1]
-    per_1000 = (last["rss_mib"] - first["rss_mib"]) / (
-        (last["invocations"] - first["invocations"]) / 1000
-    )
     print(
-        "| invocations | RSS MiB | open spans | _runs | _runs_by_invocation | _orphans "
-        "| ledger dicts | live runs | live entries |"
+        "| invocations | RSS MiB | RSS MiB without adk-otel | open spans | _runs "
+        "| _runs_by_invocation | _orphans | ledger dicts | live runs | live entries |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for row in rows:
         ledger = sum(v for k, v in row.items() if k.startswith("ledger."))
         print(
-            f"| {row['invocations']} | {row['rss_mib']:.1f} | {row['open_spans']} | {row['runs']} "
-            f"| {row['runs_by_invocation']} | {row['orphans']} | {ledger} | {row['live_runs']} "
-            f"| {row['live_entries']} |"
+            f"| {row['invocations']} | {row['rss_mib']:.1f} | {row['bare_rss_mib']:.1f} "
+            f"| {row['open_spans']} | {row['runs']} | {row['runs_by_invocation']} "
+            f"| {row['orphans']} | {ledger} | {row['live_runs']} | {row['live_entries']} |"
         )
     print()
-    print(
-        f"RSS growth after the first checkpoint: {per_1000:+.2f} MiB per 1000 invocations "
-        f"({untraced_s:.0f} s for {args.runs + 200} invocations)"
-    )
+    # The pipeline's queue and the allocator's arenas fill up during the first
+    # thousands of runs; growth is judged on the second half, after that.
+    first, last = rows[len(rows) // 2], rows[-1]
+    for label, key in (("with adk-otel", "rss_mib"), ("without", "bare_rss_mib")):
+        per_1000 = (last[key] - first[key]) / ((last["invocations"] - first["invocations"]) / 1000)
+        print(
+            f"RSS growth over the second half ({first['invocations']} to {last['invocations']} "
+            f"runs), {label}: {per_1000:+.2f} MiB / 1000 runs"
+        )
+    print(f"({untraced_s:.0f} s for {args.runs + 200} invocations with adk-otel)")
     print(
         "adk-otel's own live allocations (tracemalloc) after 0/25/50/75/100% of "
         f"{args.traced_runs} more invocations: " + ", ".join(f"{t['own_bytes']} B" for t in traced)
