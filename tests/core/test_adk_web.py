@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
+
+from adk_otel.testing.receiver import OtlpReceiver
 
 AGENT = textwrap.dedent(
     '''
@@ -26,12 +29,13 @@ AGENT = textwrap.dedent(
 )
 
 
-def test_adk_web_panel_keeps_working_with_the_plugin(tmp_path: Path):
+def run_adk_web(tmp_path: Path, env: dict[str, str] | None = None) -> dict:
+    """One run through ADK's web server app in a fresh process; its result."""
     package = tmp_path / "agents" / "shop"
     package.mkdir(parents=True)
     (package / "__init__.py").write_text("from . import agent\n")
     (package / "agent.py").write_text(AGENT)
-
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "ADK_OTEL_"))}
     probe = Path(__file__).with_name("adk_web_probe.py")
     done = subprocess.run(
         [sys.executable, str(probe), str(tmp_path / "agents")],
@@ -39,9 +43,14 @@ def test_adk_web_panel_keeps_working_with_the_plugin(tmp_path: Path):
         text=True,
         timeout=120,
         cwd=tmp_path,
+        env={**clean, **(env or {})},
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    result = json.loads(done.stdout.strip().splitlines()[-1])
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_adk_web_panel_keeps_working_with_the_plugin(tmp_path: Path):
+    result = run_adk_web(tmp_path)
     assert result["run"] == 200 and result["panel"] == 200
     spans = result["spans"]
 
@@ -51,3 +60,31 @@ def test_adk_web_panel_keeps_working_with_the_plugin(tmp_path: Path):
     assert ours["invocation shop"]["adk.outcome"] == "ok"
     assert ours["execute_tool lookup"]["adk.outcome"] == "ok"
     assert ours["invoke_agent clerk"]["adk.outcome"] == "ok"
+
+
+def test_under_adk_web_our_spans_reach_the_collector(tmp_path: Path):
+    """`adk web` builds the global provider from OTEL_EXPORTER_OTLP_ENDPOINT;
+    adk-otel's spans go out through it, with ADK's kept beside them."""
+    with OtlpReceiver() as receiver:
+        run_adk_web(
+            tmp_path,
+            {
+                "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.http_endpoint.removesuffix("/v1/traces"),
+                "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
+            },
+        )
+        # The server process has exited: its provider flushed at exit.
+        spans = receiver.spans()
+
+    outcomes = {
+        span.name: attribute.value.string_value
+        for span in spans
+        for attribute in span.attributes
+        if attribute.key == "adk.outcome"
+    }
+    assert outcomes == {
+        "invocation shop": "ok",
+        "invoke_agent clerk": "ok",
+        "generate_content scripted-model": "ok",
+        "execute_tool lookup": "ok",
+    }
