@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from . import env
+
 logger = logging.getLogger(__name__)
 
 CAPTURE_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
@@ -93,22 +95,7 @@ def _max_length(explicit: int | None) -> int:
             DEFAULT_MAX_LENGTH,
         )
         return DEFAULT_MAX_LENGTH
-    raw = os.environ.get(MAX_LENGTH_ENV, "").strip()
-    if not raw:
-        return DEFAULT_MAX_LENGTH
-    try:
-        value = int(raw)
-    except ValueError:
-        value = 0
-    if value > 0:
-        return value
-    _warn_once(
-        "adk-otel: %s=%r is not a positive integer; using %d",
-        MAX_LENGTH_ENV,
-        raw,
-        DEFAULT_MAX_LENGTH,
-    )
-    return DEFAULT_MAX_LENGTH
+    return env.positive_int(MAX_LENGTH_ENV, DEFAULT_MAX_LENGTH, _warn_once)
 
 
 @dataclass(frozen=True)

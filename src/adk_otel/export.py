@@ -14,7 +14,6 @@ from __future__ import annotations
 import collections
 import contextlib
 import logging
-import os
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -22,6 +21,8 @@ from typing import Any
 
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+
+from . import env
 
 # One logger for everything on the export path, as documented (docs/operations.md).
 logger = logging.getLogger("adk_otel.pipeline")
@@ -43,7 +44,10 @@ DROP_REPORT_INTERVAL = 60.0
 def batch_settings() -> dict[str, Any]:
     """Batch processor settings: each ``OTEL_BSP_*`` variable if valid, else
     adk-otel's default (a bad value is reported, naming the variable)."""
-    values = {name: _positive_int(name, default) for name, default in BSP_DEFAULTS.items()}
+    values = {
+        name: env.positive_int(name, default, logger.warning)
+        for name, default in BSP_DEFAULTS.items()
+    }
     queue = values["OTEL_BSP_MAX_QUEUE_SIZE"]
     batch = values["OTEL_BSP_MAX_EXPORT_BATCH_SIZE"]
     if batch > queue:
@@ -61,20 +65,6 @@ def batch_settings() -> dict[str, Any]:
         "max_export_batch_size": batch,
         "shutdown_timeout": values["OTEL_BSP_EXPORT_TIMEOUT"] / 1000,
     }
-
-
-def _positive_int(name: str, default: int) -> int:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        value = 0
-    if value <= 0:
-        logger.warning("adk-otel: %s=%r is not a positive integer; using %d", name, raw, default)
-        return default
-    return value
 
 
 class _Muting(logging.Filter):

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import time
 import weakref
 from collections.abc import Mapping
@@ -39,6 +38,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
 from opentelemetry.util.types import AttributeValue
 
+from . import env
 from . import semconv as sc
 from .ledger import Entry, Ledger, error_type
 from .semconv import Outcome
@@ -171,12 +171,7 @@ def _is_real(provider: Any) -> bool:
 
 
 def keep_adk_metrics() -> bool:
-    value = os.environ.get(KEEP_ADK_METRICS_ENV, "").strip().lower()
-    if value in ("1", "true", "yes", "on"):
-        return True
-    if value and value not in ("0", "false", "no", "off"):
-        logger.warning("adk-otel: %s=%r is not a boolean; ignoring it", KEEP_ADK_METRICS_ENV, value)
-    return False
+    return env.flag(KEEP_ADK_METRICS_ENV, logger.warning) is True
 
 
 def _adk_meter_active() -> bool:

@@ -33,6 +33,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SpanExporter
 
+from . import env
 from .export import ExportingProcessor, batch_settings
 from .otel_env import otlp_exporter_from_env, sampler_from_env
 from .semconv import ADK_SCOPE, INSTRUMENTATION_SCOPE
@@ -65,14 +66,8 @@ def resolve_tracer(settings: TelemetrySettings) -> trace.Tracer:
 def keep_adk_spans(explicit: bool | None) -> bool:
     if explicit is not None:
         return explicit
-    value = os.environ.get(KEEP_ADK_SPANS_ENV, "").strip().lower()
-    if value:
-        if value in ("1", "true", "yes", "on"):
-            return True
-        if value not in ("0", "false", "no", "off"):
-            logger.warning(
-                "adk-otel: %s=%r is not a boolean; ignoring it", KEEP_ADK_SPANS_ENV, value
-            )
+    if env.flag(KEEP_ADK_SPANS_ENV, logger.warning):
+        return True
     return _ADK_SERVER_MODULE in sys.modules
 
 
