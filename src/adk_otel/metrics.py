@@ -38,7 +38,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
 from opentelemetry.util.types import AttributeValue
 
-from . import env
+from . import adk_scope, env
 from . import semconv as sc
 from .ledger import Entry, Ledger, error_type
 from .semconv import Outcome
@@ -188,35 +188,25 @@ def _adk_meter_active() -> bool:
 def suppress_adk_metrics(provider: Any) -> bool:
     """Switch ADK's meter (scope ``gcp.vertex.agent``) off on ``provider``;
     False when this provider or SDK cannot."""
-    if getattr(provider, _SUPPRESSING, False):
-        return True
-    setter = getattr(provider, "_set_meter_configurator", None)
     try:
         from opentelemetry.sdk.metrics._internal import _MeterConfig
     except ImportError:
-        setter = None
-    if setter is None:
+        switched = False
+    else:
+        switched = adk_scope.switch_off(
+            provider,
+            "meter",
+            disabled=_MeterConfig(is_enabled=False),
+            default=_MeterConfig,
+            marker=_SUPPRESSING,
+        )
+    if not switched:
         logger.info(
             "adk-otel: cannot switch ADK's own metrics off on %s; leaving the GenAI "
             "duration and token metrics to ADK",
             type(provider).__name__,
         )
-        return False
-    previous = getattr(provider, "_meter_configurator", None)
-    disabled = _MeterConfig(is_enabled=False)
-
-    def configurator(scope: Any) -> Any:
-        if scope.name == sc.ADK_SCOPE:
-            return disabled
-        return previous(scope) if previous is not None else _MeterConfig()
-
-    try:
-        setter(meter_configurator=configurator)
-    except Exception:
-        logger.info("adk-otel: switching ADK's own metrics off failed", exc_info=True)
-        return False
-    setattr(provider, _SUPPRESSING, True)
-    return True
+    return switched
 
 
 # -- per-span bookkeeping ----------------------------------------------------------

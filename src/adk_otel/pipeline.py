@@ -33,10 +33,10 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SpanExporter
 
-from . import env
+from . import adk_scope, env
 from .export import ExportingProcessor, batch_settings
 from .otel_env import otlp_exporter_from_env, sampler_from_env
-from .semconv import ADK_SCOPE, INSTRUMENTATION_SCOPE
+from .semconv import INSTRUMENTATION_SCOPE
 from .version import __version__
 
 logger = logging.getLogger(__name__)
@@ -105,28 +105,21 @@ def exporting_processor(provider: Any) -> ExportingProcessor | None:
 
 def suppress_adk_spans(provider: Any) -> bool:
     """Switch ADK's own spans off on ``provider``; False when it cannot."""
-    if getattr(provider, _SUPPRESSING, False):
-        return True
-    setter = getattr(provider, "_set_tracer_configurator", None)
     try:
         from opentelemetry.sdk.trace import _TracerConfig
     except ImportError:
-        setter = None
-    if setter is None:
-        if isinstance(provider, TracerProvider):
-            logger.info(
-                "adk-otel: this opentelemetry-sdk cannot switch ADK's own spans off "
-                "(needs >= 1.40); both layers will be recorded"
-            )
-        return False
-    previous = getattr(provider, "_tracer_configurator", None)
-    disabled = _TracerConfig(is_enabled=False)
-
-    def configurator(scope: Any) -> Any:
-        if scope.name == ADK_SCOPE:
-            return disabled
-        return previous(scope) if previous is not None else _TracerConfig.default()
-
-    setter(tracer_configurator=configurator)
-    setattr(provider, _SUPPRESSING, True)
-    return True
+        switched = False
+    else:
+        switched = adk_scope.switch_off(
+            provider,
+            "tracer",
+            disabled=_TracerConfig(is_enabled=False),
+            default=_TracerConfig.default,
+            marker=_SUPPRESSING,
+        )
+    if not switched and isinstance(provider, TracerProvider):
+        logger.info(
+            "adk-otel: this opentelemetry-sdk cannot switch ADK's own spans off "
+            "(needs >= 1.40); both layers will be recorded"
+        )
+    return switched

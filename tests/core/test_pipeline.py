@@ -30,6 +30,23 @@ def test_suppress_adk_spans_reports_providers_it_cannot_configure() -> None:
     assert pipeline.suppress_adk_spans(OldProvider()) is False
 
 
+def test_a_provider_whose_configurator_fails_does_not_break_instrument(caplog) -> None:
+    """The configurator API is experimental: if it raises, ADK's spans stay on
+    and adk-otel still traces."""
+
+    class Refusing(TracerProvider):
+        def _set_tracer_configurator(self, **kwargs) -> None:
+            raise RuntimeError("experimental API changed")
+
+    provider = Refusing()
+    caplog.set_level(logging.INFO, logger="adk_otel")
+    assert pipeline.suppress_adk_spans(provider) is False
+    assert provider.get_tracer(ADK_SCOPE).start_span("x").is_recording()
+    assert any("cannot switch ADK's own spans off" in r.getMessage() for r in caplog.records)
+    tracer = pipeline.resolve_tracer(pipeline.TelemetrySettings(tracer_provider=provider))
+    assert tracer.start_span("ours").is_recording()
+
+
 def test_adk_spans_pass_the_parent_through() -> None:
     """A switched-off ADK span keeps children in the caller's trace."""
     provider = TracerProvider()
