@@ -177,6 +177,11 @@ def build_query(base: SpanQuery, selector: Mapping[str, Any], where: str) -> Spa
     return query
 
 
+def _whole_number(value: Any, what: str) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise SpecError(f"{what} must be a whole number >= 0; got {value!r}")
+
+
 def _check_spans(base: SpanQuery, entries: Any) -> tuple[int, list[str]]:
     if not isinstance(entries, list):
         raise SpecError("spans: expected a list of span entries")
@@ -185,10 +190,8 @@ def _check_spans(base: SpanQuery, entries: Any) -> tuple[int, list[str]]:
         where = f"spans[{index}]"
         entry = _mapping(entry, where)
         count = entry.get("count")
-        if count is not None and (
-            not isinstance(count, int) or isinstance(count, bool) or count < 0
-        ):
-            raise SpecError(f"{where}: count must be a whole number >= 0; got {count!r}")
+        if count is not None:
+            _whole_number(count, f"{where}: count")
         query = build_query(base, entry, where)
         found = query.all()
         ok = len(found) == count if count is not None else bool(found)
@@ -206,8 +209,7 @@ def run_check(records: list[SpanRecord], spec: Mapping[str, Any]) -> tuple[int, 
     extra = ""
     traces = spec.get("traces")
     if traces is not None:
-        if not isinstance(traces, int) or isinstance(traces, bool) or traces < 0:
-            raise SpecError(f"traces must be a whole number >= 0; got {traces!r}")
+        _whole_number(traces, "traces")
         checked += 1
         found = len({record.trace_id for record in records})
         if found != traces:

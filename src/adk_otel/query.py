@@ -314,7 +314,15 @@ def _selection(
 # -- expected trees ----------------------------------------------------------------
 
 _GAP_MARKERS = ("...",)
-_PROPS = ("kind", "span_kind", "status", "outcome", "error", "ended")
+_PROPS: dict[str, Callable[[SpanRecord], Any]] = {
+    # What a node of an expected tree may check, and how a span's value for it is read.
+    "kind": lambda record: record.adk_kind,
+    "span_kind": lambda record: record.kind,
+    "status": lambda record: record.status_code,
+    "outcome": lambda record: record.outcome,
+    "error": lambda record: record.error_type or record.status_description,
+    "ended": lambda record: record.ended,
+}
 _DICT_KEYS = ("name", "name_matches", *_PROPS, "attributes", "count", "children", "ordered")
 
 
@@ -401,14 +409,7 @@ class ExpectedSpan:
 
 
 def _prop(record: SpanRecord, key: str) -> Any:
-    return {
-        "kind": lambda: record.adk_kind,
-        "span_kind": lambda: record.kind,
-        "status": lambda: record.status_code,
-        "outcome": lambda: record.outcome,
-        "error": lambda: record.error_type or record.status_description,
-        "ended": lambda: record.ended,
-    }[key]()
+    return _PROPS[key](record)
 
 
 def _unrolled(items: Iterable[ExpectedSpan]) -> list[ExpectedSpan]:
