@@ -1,6 +1,7 @@
 """Run every benchmark once, in sequence, and keep the results.
 
-``python benchmarks/run_all.py``: overhead (interleaved configurations),
+``python benchmarks/run_all.py``: overhead (interleaved configurations), calls
+(adk-otel's own work, counted),
 export under load, memory over 10,000 invocations. Each writes its table to
 stdout and its raw numbers to ``benchmarks/results/<name>.json``. A few
 minutes on a 2-core machine; nothing else should be running meanwhile.
@@ -14,7 +15,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-BENCHMARKS = ("overhead", "export_load", "memory")
+BENCHMARKS = ("overhead", "calls", "export_load", "memory")
 
 
 def main() -> int:

@@ -1,0 +1,227 @@
+"""Function calls per invocation: a deterministic measure of adk-otel's own work.
+
+Wall and CPU time jitter on a shared 2-core machine; call counts do not. The
+same workload on the same releases makes exactly the same calls, run after
+run, so a regression guard can compare them exactly where a timer needs
+dozens of interleaved rounds (``overhead.py``).
+
+Counted with ``sys.setprofile`` on the thread that runs the agent (the export
+thread's work is not adk-otel's per-invocation work), per invocation on a new
+session:
+
+* ``own``: calls *made by* adk-otel's code: every Python or C function called
+  from a frame of the ``adk_otel`` package, ``adk_otel.testing`` (the scripted
+  model standing in for an LLM) aside (its own helpers, the SDK's span
+  methods, builtins like ``getattr``). This depends on adk-otel alone, not on
+  how many calls ADK or the SDK make inside what adk-otel calls, so it is the
+  number the CI guard holds to a budget (``results/call_budget.json``, one
+  entry per google-adk minor release).
+* ``total_over_bare``: every call on that thread, minus the same workload with
+  no tracing at all: what the process does more, SDK internals included. The
+  floor plugin (one span per hook pair) and the empty plugin (hooks that
+  return at once) are measured the same way, as yardsticks.
+
+Usage::
+
+    python benchmarks/calls.py                  # table
+    python benchmarks/calls.py --check          # exit 1 if `own` is over budget
+    python benchmarks/calls.py --update-budget  # record this release's counts
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+BUDGET = HERE / "results" / "call_budget.json"
+CONFIGS = ("bare", "empty", "floor", "adk_otel", "sampled_0")
+WORKLOADS = ("single", "tool", "sequential")
+INVOCATIONS = 5
+MARGIN = 1.03
+"""A count may exceed its budget by this factor before the guard fails: room
+for a patch release of ADK or the SDK, none for a new per-span cost."""
+
+
+class CallCounter:
+    """``sys.setprofile`` callback counting calls, total and from adk-otel frames."""
+
+    def __init__(self, package_dir: str) -> None:
+        self.package_dir = package_dir
+        self.testing_dir = str(Path(package_dir, "testing"))
+        self.total = 0
+        self.own = 0
+        self._ours: dict[Any, bool] = {}
+
+    def _is_ours(self, frame: FrameType | None) -> bool:
+        if frame is None:
+            return False
+        code = frame.f_code
+        ours = self._ours.get(code)
+        if ours is None:
+            name = code.co_filename
+            # The scripted model lives in adk_otel.testing but stands in for an LLM.
+            ours = name.startswith(self.package_dir) and not name.startswith(self.testing_dir)
+            self._ours[code] = ours
+        return ours
+
+    def __call__(self, frame: FrameType, event: str, arg: Any) -> None:
+        if event == "call":
+            self.total += 1
+            if self._is_ours(frame.f_back):
+                self.own += 1
+        elif event == "c_call":
+            self.total += 1
+            if self._is_ours(frame):
+                self.own += 1
+
+
+class Bench:
+    """One runner per (workload, configuration) on a provider built as adk-otel
+    builds one, with an exporter that drops the spans."""
+
+    def __init__(self) -> None:
+        from opentelemetry import trace
+
+        import adk_otel
+        from adk_otel.pipeline import build_tracer_provider
+
+        sys.path.insert(0, str(HERE))
+        from overhead import _empty_plugin, _floor_plugin, _noop_exporter, _sampled_provider
+
+        self.provider = build_tracer_provider(exporter=_noop_exporter())
+        trace.set_tracer_provider(self.provider)
+        self.sampled = _sampled_provider(0.0, _noop_exporter())
+        import workloads
+
+        self.workloads = workloads
+        self.package_dir = str(Path(adk_otel.__file__).resolve().parent)
+        self.runners: dict[tuple[str, str], Any] = {}
+        for name in WORKLOADS:
+            for config in CONFIGS:
+                runner = workloads.runner_for(name)
+                if config == "adk_otel":
+                    adk_otel.instrument(runner, tracer_provider=self.provider)
+                elif config == "sampled_0":
+                    adk_otel.instrument(runner, tracer_provider=self.sampled)
+                elif config == "floor":
+                    runner.plugin_manager.plugins.insert(0, _floor_plugin(self.provider))
+                elif config == "empty":
+                    runner.plugin_manager.plugins.insert(0, _empty_plugin())
+                self.runners[name, config] = runner
+        # adk-otel switched ADK's own scope off on this provider: every
+        # configuration runs without ADK's spans, as `bare` must.
+
+    def count(self, loop: asyncio.AbstractEventLoop, name: str, config: str) -> CallCounter:
+        runner = self.runners[name, config]
+        invoke: Callable[[Any], Any] = self.workloads.invoke_on_new_session
+        for _ in range(2):  # warm-up: first-call paths, caches
+            loop.run_until_complete(invoke(runner))
+
+        async def invocations() -> None:
+            for _ in range(INVOCATIONS):
+                await invoke(runner)
+
+        counter = CallCounter(self.package_dir)
+        sys.setprofile(counter)
+        try:
+            loop.run_until_complete(invocations())
+        finally:
+            sys.setprofile(None)
+        return counter
+
+
+def measure() -> dict[str, dict[str, dict[str, float]]]:
+    bench = Bench()
+    loop = asyncio.new_event_loop()
+    table: dict[str, dict[str, dict[str, float]]] = {}
+    try:
+        for name in WORKLOADS:
+            counts = {config: bench.count(loop, name, config) for config in CONFIGS}
+            bare = counts["bare"].total
+            table[name] = {
+                config: {
+                    "own": counter.own / INVOCATIONS,
+                    "total_over_bare": (counter.total - bare) / INVOCATIONS,
+                }
+                for config, counter in counts.items()
+            }
+    finally:
+        loop.close()
+        bench.provider.shutdown()
+        bench.sampled.shutdown()
+    return table
+
+
+def release() -> str:
+    """The google-adk minor release the budget entry belongs to."""
+    from importlib.metadata import version
+
+    return ".".join(version("google-adk").split(".")[:2])
+
+
+def markdown(table: dict[str, dict[str, dict[str, float]]]) -> str:
+    lines = [
+        "| workload | configuration | calls by adk-otel / invocation "
+        "| calls over bare / invocation |",
+        "|---|---|---|---|",
+    ]
+    for name, rows in table.items():
+        for config, row in rows.items():
+            lines.append(f"| {name} | {config} | {row['own']:.0f} | {row['total_over_bare']:.0f} |")
+    return "\n".join(lines)
+
+
+def check(table: dict[str, dict[str, dict[str, float]]], budget: dict[str, Any]) -> list[str]:
+    """Problems with ``table`` against this release's budget entry; [] when within."""
+    entry = budget.get(release())
+    if entry is None:
+        return [
+            f"no call budget for google-adk {release()}: "
+            "run benchmarks/calls.py --update-budget and commit the file"
+        ]
+    problems = []
+    for name, allowed in entry.items():
+        measured = table[name]["adk_otel"]["own"]
+        if measured > allowed * MARGIN:
+            problems.append(
+                f"{name}: adk-otel makes {measured:.0f} calls per invocation, budget "
+                f"{allowed:.0f} (+{(MARGIN - 1) * 100:.0f} %): a new per-span cost? If it is "
+                "meant, run benchmarks/calls.py --update-budget and say why in the commit"
+            )
+    return problems
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    action = parser.add_mutually_exclusive_group()
+    action.add_argument("--check", action="store_true", help="exit 1 if over the budget")
+    action.add_argument("--update-budget", action="store_true", help="record this release")
+    parser.add_argument("--json", type=Path, help="also write the table here")
+    parser.add_argument("--budget", type=Path, default=BUDGET, help="the budget file")
+    args = parser.parse_args()
+    table = measure()
+    print(markdown(table))
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(table, indent=1))
+    budget = json.loads(args.budget.read_text()) if args.budget.exists() else {}
+    if args.update_budget:
+        budget[release()] = {name: table[name]["adk_otel"]["own"] for name in WORKLOADS}
+        args.budget.write_text(json.dumps(budget, indent=1, sort_keys=True) + "\n")
+        print(f"budget for google-adk {release()} written to {args.budget}")
+    elif args.check:
+        problems = check(table, budget)
+        for problem in problems:
+            print(problem, file=sys.stderr)
+        sys.exit(1 if problems else 0)
+
+
+if __name__ == "__main__":
+    main()

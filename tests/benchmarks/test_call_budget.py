@@ -1,0 +1,45 @@
+"""CI guard on adk-otel's own work per invocation, counted in function calls
+(deterministic, unlike timers on a shared machine): see benchmarks/calls.py."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "calls.py"
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-W", "ignore", str(SCRIPT), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_adk_otel_stays_within_its_call_budget():
+    done = _run("--check")
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_guard_fails_over_budget(tmp_path):
+    from importlib.metadata import version
+
+    release = ".".join(version("google-adk").split(".")[:2])
+    budget = tmp_path / "budget.json"
+    budget.write_text(json.dumps({release: {"single": 10, "tool": 10, "sequential": 10}}))
+    done = _run("--check", "--budget", str(budget))
+    assert done.returncode == 1
+    assert "single: adk-otel makes" in done.stderr
+    assert "--update-budget" in done.stderr
+
+
+def test_the_guard_fails_without_a_budget_for_this_release(tmp_path):
+    budget = tmp_path / "budget.json"
+    budget.write_text("{}")
+    done = _run("--check", "--budget", str(budget))
+    assert done.returncode == 1
+    assert "no call budget for google-adk" in done.stderr
