@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from . import env
+from . import env, sanitize
 
 logger = logging.getLogger(__name__)
 
@@ -129,7 +129,7 @@ class ContentCapture:
             if text is None:
                 return None
             text = str(text)
-        return truncate(text, self.max_length)
+        return sanitize.utf8(truncate(text, self.max_length))
 
     def record(self, ledger: Any, entry: Any, key: str, payload: Any, event_name: str) -> None:
         """Put ``payload`` on ``entry``'s span as ``key`` and/or into the span

@@ -23,6 +23,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
 from . import env
+from .span_repair import repair_batch
 
 # One logger for everything on the export path, as documented (docs/operations.md).
 logger = logging.getLogger("adk_otel.pipeline")
@@ -123,6 +124,8 @@ class _ExportWatch(SpanExporter):
         self.handed = 0
         self.exported = 0
         self.failed = 0
+        self.repaired = 0
+        """Spans whose text could not be encoded, repaired and exported (span_repair.py)."""
         self.failing = False
         self.problem = ""
         self._first_problem = ""
@@ -140,8 +143,16 @@ class _ExportWatch(SpanExporter):
             return SpanExportResult.FAILURE
         problem = self._first_problem = ""
         try:
+            spans, repaired = repair_batch(spans)
+            if repaired:
+                self._repaired(repaired)
             with MUTING.active(self):
                 result = self.exporter.export(spans)
+        except (UnicodeError, ValueError, TypeError) as exc:
+            # Raised before anything was sent: this batch cannot be encoded,
+            # whatever the collector's state.
+            result = SpanExportResult.FAILURE
+            problem = f"the batch could not be encoded ({type(exc).__name__}: {exc})"
         except Exception as exc:
             result, problem = SpanExportResult.FAILURE, f"{type(exc).__name__}: {exc}"
         if result is SpanExportResult.SUCCESS:
@@ -162,6 +173,19 @@ class _ExportWatch(SpanExporter):
             self._failed(count, problem or self._first_problem or "the exporter reported a failure")
         return result
 
+    def _repaired(self, count: int) -> None:
+        with self._lock:
+            self.repaired += count
+            first = self.repaired == count
+        if first:
+            logger.warning(
+                "adk-otel: %d span(s) carried text that is not valid UTF-8 (such as a lone "
+                "surrogate from an undecodable file name); the characters were escaped and "
+                "the spans exported with the rest of their batch. Later ones are counted "
+                "and reported at exit",
+                count,
+            )
+
     def trouble(self, record: logging.LogRecord) -> None:
         """The wrapped exporter logged a problem (its retry or failure notice)."""
         if not self._first_problem and not self.aborted:
@@ -179,14 +203,19 @@ class _ExportWatch(SpanExporter):
             batches, lost = self._streak
             self._streak = (batches + 1, lost + count)
         if first and not self.closing:
+            cause = (
+                "this batch is lost; the collector is not the cause"
+                if problem.startswith("the batch could not be encoded")
+                else "spans are lost until the collector can be reached"
+            )
             logger.warning(
                 "adk-otel: could not export %d span(s) to %s (%s). Agent runs are not "
-                "affected; spans are lost until the collector can be reached. Further "
-                "failures are counted, not logged; a count follows when exporting works "
-                "again and at shutdown",
+                "affected; %s. Further failures are counted, not logged; a count follows "
+                "when exporting works again and at shutdown",
                 count,
                 self.destination,
                 problem,
+                cause,
             )
 
     def abort(self) -> None:
@@ -259,6 +288,10 @@ class ExportingProcessor(BatchSpanProcessor):
     @property
     def failed(self) -> int:
         return self._watch.failed
+
+    @property
+    def repaired(self) -> int:
+        return self._watch.repaired
 
     @property
     def unsent(self) -> int:
@@ -339,6 +372,12 @@ class ExportingProcessor(BatchSpanProcessor):
             parts.append(
                 f"{self.unsent} still being exported when shutdown stopped waiting "
                 f"after {self.shutdown_timeout:g} s (OTEL_BSP_EXPORT_TIMEOUT)"
+            )
+        if self.repaired:
+            logger.warning(
+                "adk-otel: %d span(s) had text that is not valid UTF-8; it was escaped and "
+                "the spans exported",
+                self.repaired,
             )
         if parts:
             logger.warning(

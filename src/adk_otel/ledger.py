@@ -18,6 +18,7 @@ log "Failed to detach context" and leave an ended span current.
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -28,16 +29,38 @@ from opentelemetry import trace
 from opentelemetry.trace import Span, Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 
+from . import sanitize
 from .semconv import ADK_CLOSE_REASON, ADK_OUTCOME, ERROR_TYPE, Outcome
+
+logger = logging.getLogger(__name__)
 
 _STATUS_OK = Status(StatusCode.OK)
 
 
 def error_type(error: BaseException) -> str:
     """``error.type`` for an exception: the fully qualified class name."""
-    cls = type(error)
-    module = cls.__module__
-    return cls.__qualname__ if module == "builtins" else f"{module}.{cls.__qualname__}"
+    try:
+        cls = type(error)
+        module, name = cls.__module__, cls.__qualname__
+        qualified = name if module in ("builtins", None) else f"{module}.{name}"
+        return sanitize.clean(qualified, 256)
+    except Exception:
+        return "_OTHER"
+
+
+def record_exception(span: Span, error: BaseException) -> None:
+    """The ``exception`` event, as the SDK records it, but with every value
+    made safe first: the SDK's own ``record_exception`` calls ``str(error)``,
+    which can raise, and copies the message whole, however large."""
+    span.add_event(
+        "exception",
+        {
+            "exception.type": error_type(error),
+            "exception.message": sanitize.text(error),
+            "exception.stacktrace": sanitize.stacktrace(error),
+            "exception.escaped": "True",
+        },
+    )
 
 
 @dataclass(eq=False, slots=True)
@@ -82,6 +105,9 @@ class Ledger:
         self.tracer = tracer
         self._lock = threading.Lock()
         self._open: dict[object, Entry] = {}
+        self.failures = 0
+        """Times recording a span's outcome (or ending it) failed inside
+        adk-otel; the span was ended all the same. Logged once, counted always."""
 
     def __len__(self) -> int:
         return len(self._open)
@@ -103,7 +129,10 @@ class Ledger:
         """Open a span under ``parent`` (else ``parent_context``, else the
         current context) and file it under ``key``."""
         ctx = parent.context if parent is not None else parent_context
-        span = self.tracer.start_span(name, context=ctx, kind=kind, attributes=attributes)
+        attributes = sanitize.attributes(attributes)
+        span = self.tracer.start_span(
+            sanitize.clean(name), context=ctx, kind=kind, attributes=attributes
+        )
         entry = Entry(span=span, key=key, parent=parent, anchor=anchor)
         with self._lock:
             stale = self._open.get(key)
@@ -113,7 +142,16 @@ class Ledger:
         if stale is not None:
             # The same key opened twice without a close: never leak the first.
             self._finish(stale, Outcome.INCOMPLETE, None, "reopened")
+        self._started(entry, attributes or {}, parent_context)
         return entry
+
+    def _started(
+        self,
+        entry: Entry,
+        attributes: Mapping[str, AttributeValue],
+        parent_context: otel_context.Context | None,
+    ) -> None:
+        """Called with every span opened and its (clean) start attributes."""
 
     def attach(self, entry: Entry) -> None:
         """Make ``entry`` the current span until it ends (see module doc)."""
@@ -146,7 +184,8 @@ class Ledger:
         """End ``entry`` after its open descendants; exactly once."""
         if entry.children:
             swept = Outcome.CANCELLED if outcome is Outcome.CANCELLED else Outcome.INCOMPLETE
-            sweep_reason = "cancelled" if swept is Outcome.CANCELLED else "parent_ended"
+            # A cancelled layer's children share its outcome and say why.
+            sweep_reason = (reason or "cancelled") if swept is Outcome.CANCELLED else "parent_ended"
             for child in entry.walk_open():
                 self._finish(child, swept, None, sweep_reason)
         self._finish(entry, outcome, error, reason)
@@ -184,9 +223,36 @@ class Ledger:
                 with contextlib.suppress(ValueError):
                     entry.parent.children.remove(entry)
         span = entry.span
+        try:
+            self._record_outcome(span, outcome, error, reason, extra)
+        except Exception:
+            self._failed("recording a span's outcome")
+        finally:
+            # Whatever failed above, the span ends: a span never ended is a
+            # span lost, and with it the parent links of its children.
+            try:
+                self._detach(entry)
+            except Exception:
+                self._failed("detaching a span's context")
+            entry.anchor = None
+            try:
+                span.end()
+            except Exception:
+                self._failed("ending a span")
+
+    @staticmethod
+    def _record_outcome(
+        span: Span,
+        outcome: Outcome,
+        error: BaseException | None,
+        reason: str | None,
+        extra: Mapping[str, AttributeValue] | None,
+    ) -> None:
+        # Every value here is adk-otel's own or cleaned already, but a reason
+        # can carry a provider's error code.
         attributes: dict[str, AttributeValue] = {ADK_OUTCOME: outcome.value}
         if reason:
-            attributes[ADK_CLOSE_REASON] = reason
+            attributes[ADK_CLOSE_REASON] = reason = sanitize.clean(reason)
         if outcome is Outcome.ERROR:
             attributes[ERROR_TYPE] = error_type(error) if error is not None else reason or "_OTHER"
         if extra:
@@ -196,13 +262,23 @@ class Ledger:
             span.set_status(_STATUS_OK)
         elif outcome is Outcome.ERROR:
             if error is not None:
-                span.record_exception(error, escaped=True)
-                span.set_status(Status(StatusCode.ERROR, f"{type(error).__name__}: {error}"))
+                record_exception(span, error)
+                span.set_status(Status(StatusCode.ERROR, sanitize.description(error)))
             else:
                 span.set_status(Status(StatusCode.ERROR, reason))
-        self._detach(entry)
-        entry.anchor = None
-        span.end()
+
+    def _failed(self, what: str) -> None:
+        """A failure inside adk-otel's own bookkeeping: counted, logged once."""
+        with self._lock:
+            self.failures += 1
+            first = self.failures == 1
+        if first:
+            logger.warning(
+                "adk-otel: %s failed; the span was ended all the same. Later failures "
+                "are counted (plugin.internal_errors), not logged",
+                what,
+                exc_info=True,
+            )
 
     @staticmethod
     def _detach(entry: Entry) -> None:

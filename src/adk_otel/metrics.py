@@ -247,13 +247,16 @@ class TelemetryLedger(Ledger):
         self._facts: dict[Entry, _Facts] = {}
         self._tools_by_span: dict[int, Entry] = {}
 
-    def start(self, key: object, name: str, **options: Any) -> Entry:
-        entry = super().start(key, name, **options)
-        attributes: Mapping[str, AttributeValue] = options.get("attributes") or {}
+    def _started(
+        self,
+        entry: Entry,
+        attributes: Mapping[str, AttributeValue],
+        parent_context: otel_context.Context | None,
+    ) -> None:
         kind = str(attributes.get(sc.ADK_SPAN_KIND, ""))
         up = entry.parent
         if up is None and kind == _INVOCATION:
-            up = self._calling_tool(options.get("parent_context"))
+            up = self._calling_tool(parent_context)
         facts = _Facts(kind=kind, up=up, attributes=attributes)
         if self.instruments is not None:
             facts.started = time.perf_counter_ns()
@@ -267,7 +270,6 @@ class TelemetryLedger(Ledger):
             span_id = entry.span.get_span_context().span_id
             if span_id:
                 self._tools_by_span[span_id] = entry
-        return entry
 
     def _calling_tool(self, parent_context: otel_context.Context | None) -> Entry | None:
         if not self._tools_by_span:
@@ -341,6 +343,22 @@ class TelemetryLedger(Ledger):
         if facts is None or entry.ended:
             super()._finish(entry, outcome, error, reason, extra)
             return
+        rollup: dict[str, AttributeValue] | None = None
+        try:
+            rollup = self._wrap_up(entry, facts)
+        except Exception:
+            self._failed("rolling up a span's totals")
+        if extra:
+            rollup = {**(rollup or {}), **extra}
+        super()._finish(entry, outcome, error, reason, rollup)
+        if self.instruments is not None:
+            try:
+                self._record(facts, outcome, error, reason)
+            except Exception:
+                self._failed("recording a span's metrics")
+
+    def _wrap_up(self, entry: Entry, facts: _Facts) -> dict[str, AttributeValue] | None:
+        """The roll-up attributes for a span about to end; emits its content event."""
         if facts.kind == _TOOL:
             self._tools_by_span.pop(entry.span.get_span_context().span_id, None)
         span = entry.span
@@ -356,11 +374,7 @@ class TelemetryLedger(Ledger):
             if facts.kind == _MODEL:
                 event = {**_dimensions(facts, _INFERENCE_EVENT_KEYS), **event}
             span.add_event(facts.event_name, event)
-        if extra:
-            rollup = {**(rollup or {}), **extra}
-        super()._finish(entry, outcome, error, reason, rollup)
-        if self.instruments is not None:
-            self._record(facts, outcome, error, reason)
+        return rollup
 
     def _record(
         self,

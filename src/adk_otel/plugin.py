@@ -26,7 +26,9 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 
 from . import attributes as attrs
+from . import sanitize
 from . import semconv as sc
+from .aborts import abort_reason
 from .content import ContentCapture, ContentSettings, Redactor
 from .content import resolve as resolve_content
 from .ledger import Entry
@@ -53,6 +55,7 @@ def _never_raises(hook: Callable[..., None]) -> _HookFn:
         try:
             hook(self, **kwargs)
         except Exception:
+            self._hook_failures += 1
             if not reported:
                 reported = True
                 logger.warning(
@@ -117,6 +120,7 @@ class AdkOtelPlugin(BasePlugin):
         redact: Redactor | None = None,
     ) -> None:
         super().__init__(name=name)
+        self._hook_failures = 0
         self._settings = TelemetrySettings(
             tracer_provider=tracer_provider,
             keep_adk_spans=keep_adk_spans,
@@ -178,6 +182,14 @@ class AdkOtelPlugin(BasePlugin):
         return ledger
 
     @property
+    def internal_errors(self) -> int:
+        """Failures inside adk-otel since this plugin was made (a hook that
+        raised, a span whose outcome could not be recorded): each is logged
+        once per kind and counted here; no span is left open by one."""
+        ledger = self._ledger_instance
+        return self._hook_failures + (ledger.failures if ledger is not None else 0)
+
+    @property
     def open_spans(self) -> int:
         """How many spans this plugin has open right now."""
         return len(self._ledger_instance) if self._ledger_instance else 0
@@ -225,8 +237,14 @@ class AdkOtelPlugin(BasePlugin):
                 # ADK because our consumer is closing the run early.
                 self._close_run(run, Outcome.INCOMPLETE, "consumer_closed", None)
                 return
-            outcome = Outcome.CANCELLED if done.cancelled() else Outcome.INCOMPLETE
-            self._close_run(run, outcome, "task_ended", None)
+            if done.cancelled():
+                self._close_run(run, Outcome.CANCELLED, "cancelled", None)
+                return
+            aborted = abort_reason(done.exception())
+            if aborted is not None:
+                self._close_run(run, Outcome.CANCELLED, aborted, None)
+            else:
+                self._close_run(run, Outcome.INCOMPLETE, "task_ended", None)
 
         run.task, run.on_task_done = task, on_task_done
         task.add_done_callback(on_task_done)
@@ -284,7 +302,11 @@ class AdkOtelPlugin(BasePlugin):
             # Failed before our before_run (another plugin ahead of us raised):
             # still show the failed invocation.
             run = self._open_run(invocation_context)
-        self._close_run(run, Outcome.ERROR, None, error)
+        aborted = abort_reason(error)
+        if aborted is not None:
+            self._close_run(run, Outcome.CANCELLED, aborted, None)
+        else:
+            self._close_run(run, Outcome.ERROR, None, error)
 
     # -- agent hooks -----------------------------------------------------
 
@@ -353,7 +375,7 @@ class AdkOtelPlugin(BasePlugin):
             # could never end honestly.
             parent.span.add_event(
                 LIVE_MODEL_REQUEST_EVENT,
-                {sc.GEN_AI_REQUEST_MODEL: attrs.model_name(llm_request)},
+                {sc.GEN_AI_REQUEST_MODEL: sanitize.clean(attrs.model_name(llm_request))},
             )
             return
         actions = callback_context.actions
@@ -388,7 +410,7 @@ class AdkOtelPlugin(BasePlugin):
             entry.updates += 1
             entry.span.set_attribute(ADK_MODEL_CHUNKS, entry.updates)
             return
-        response = attrs.model_response(llm_response)
+        response = sanitize.attributes(attrs.model_response(llm_response)) or {}
         entry.span.set_attributes(response)
         self._ledger.responded(entry, response)
         if self._content is not None:
@@ -483,7 +505,10 @@ class AdkOtelPlugin(BasePlugin):
     # -- shared ----------------------------------------------------------
 
     def _end_failed(self, entry: Entry, error: BaseException) -> None:
-        if _is_cancelled(error):
+        aborted = abort_reason(error)
+        if aborted is not None:
+            self._ledger.end_entry(entry, Outcome.CANCELLED, None, aborted)
+        elif _is_cancelled():
             self._ledger.end_entry(entry, Outcome.CANCELLED, None, "cancelled")
         else:
             self._ledger.end_entry(entry, Outcome.ERROR, error)

@@ -8,27 +8,29 @@ generator at once instead of leaving it to garbage collection, and ends
 whatever the run left open with the right outcome.
 
 Only attributes of the runner *instance* handed to ``instrument()`` are
-replaced; ADK's classes and modules are never touched. ``Runner.run()`` calls
-``self.run_async`` and so is covered too.
+replaced (with ``wrapt`` function wrappers); ADK's classes and modules are
+never touched. ``Runner.run()`` calls ``self.run_async`` and so is covered too.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
-import functools
 import logging
 import types
 from collections.abc import AsyncGenerator, Callable, Generator
 from contextvars import ContextVar
 from typing import Any
 
+import wrapt
+
+from .aborts import abort_reason
 from .semconv import Outcome
 
 logger = logging.getLogger(__name__)
 
 WRAPPED_METHODS = ("run_async", "run_live")
-_ORIGINAL = "__adk_otel_original__"
+_MARK = "_self_adk_otel_watch"
+"""Set on adk-otel's wrappers (wrapt keeps ``_self_`` attributes on the proxy)."""
 
 Closer = Callable[[Outcome, str, BaseException | None], None]
 
@@ -105,41 +107,49 @@ async def _watched(inner: AsyncGenerator[Any, None]) -> AsyncGenerator[Any, None
         outcome, reason = Outcome.INCOMPLETE, "consumer_closed"
         await _in_context(context, inner.aclose())
         raise
-    except asyncio.CancelledError:
-        outcome, reason = Outcome.CANCELLED, "cancelled"
-        raise
-    except BaseException as exc:
-        outcome, reason, error = Outcome.ERROR, "run_failed", exc
+    except BaseException as exc:  # re-raised unchanged, whatever it is
+        aborted = abort_reason(exc)
+        if aborted is not None:
+            outcome, reason = Outcome.CANCELLED, aborted
+        else:
+            outcome, reason, error = Outcome.ERROR, "run_failed", exc
         raise
     finally:
         watch.close_remaining(outcome, reason, error)
 
 
-def _watching(original: Callable[..., AsyncGenerator[Any, None]]) -> Callable[..., Any]:
-    @functools.wraps(original)
-    def wrapper(*args: Any, **kwargs: Any) -> AsyncGenerator[Any, None]:
-        return _watched(original(*args, **kwargs))
+def _watch_call(
+    wrapped: Callable[..., AsyncGenerator[Any, None]],
+    instance: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+) -> AsyncGenerator[Any, None]:
+    return _watched(wrapped(*args, **kwargs))
 
-    setattr(wrapper, _ORIGINAL, original)
-    return wrapper
+
+def _is_ours(method: Any) -> bool:
+    return isinstance(method, wrapt.FunctionWrapper) and getattr(method, _MARK, False)
 
 
 def wrap(runner: Any) -> None:
-    """Wrap the runner instance's generator methods (idempotent)."""
+    """Wrap the runner instance's generator methods (idempotent): a ``wrapt``
+    function wrapper set on the instance, so ``__wrapped__``, the signature
+    and the docstring stay the original's and ADK's classes are untouched."""
     for name in WRAPPED_METHODS:
         original = getattr(runner, name, None)
-        if original is None or hasattr(original, _ORIGINAL):
+        if original is None or _is_ours(original):
             continue
-
-        setattr(runner, name, _watching(original))
+        wrapper = wrapt.FunctionWrapper(original, _watch_call)
+        setattr(wrapper, _MARK, True)
+        setattr(runner, name, wrapper)
 
 
 def unwrap(runner: Any) -> None:
     """Undo :func:`wrap` on this instance."""
     for name in WRAPPED_METHODS:
-        if hasattr(runner.__dict__.get(name), _ORIGINAL):
+        if _is_ours(runner.__dict__.get(name)):
             delattr(runner, name)
 
 
 def is_wrapped(runner: Any) -> bool:
-    return hasattr(getattr(runner, "run_async", None), _ORIGINAL)
+    return _is_ours(getattr(runner, "run_async", None))
