@@ -1,10 +1,12 @@
-"""Switching ADK's own instrumentation scope (``gcp.vertex.agent``) off on an
-SDK provider, for spans and for metrics alike.
+"""Switching instrumentation scopes off on an SDK provider, for spans and
+for metrics alike: ADK's own (``gcp.vertex.agent``), which duplicates
+adk-otel's layers, and the A2A SDK's (``a2a-python-sdk``), whose dozens of
+internal spans per call bury the agent tree.
 
 The SDK's tracer and meter providers take a *configurator*: a function from
 instrumentation scope to that scope's config (experimental API, SDK >= 1.40).
-The one installed here disables ADK's scope and leaves every other scope to
-the configurator that was there before, so an application's own choices
+The one installed here disables the named scopes and leaves every other scope
+to the configurator that was there before, so an application's own choices
 stand. It never raises: a provider that cannot be configured is reported to
 the caller as ``False``.
 """
@@ -15,8 +17,6 @@ import logging
 from collections.abc import Callable
 from typing import Any, Literal
 
-from .semconv import ADK_SCOPE
-
 logger = logging.getLogger(__name__)
 
 
@@ -24,22 +24,27 @@ def switch_off(
     provider: Any,
     signal: Literal["tracer", "meter"],
     *,
+    scopes: frozenset[str],
     disabled: Any,
     default: Callable[[], Any],
     marker: str,
 ) -> bool:
-    """Disable ADK's scope on ``provider`` (once: ``marker`` remembers it).
-    ``disabled`` is the config for ADK's scope, ``default()`` the one for any
+    """Disable ``scopes`` on ``provider``. The configurator is installed once
+    (``marker`` holds the scopes it disables, so a later call adds to them);
+    ``disabled`` is the config for those scopes, ``default()`` the one for any
     scope when no configurator was there before. False when it cannot."""
-    if getattr(provider, marker, False):
+    switched_off = getattr(provider, marker, None)
+    if isinstance(switched_off, set):
+        switched_off.update(scopes)
         return True
+    switched_off = set(scopes)
     setter = getattr(provider, f"_set_{signal}_configurator", None)
     if setter is None:
         return False
     previous = getattr(provider, f"_{signal}_configurator", None)
 
     def configurator(scope: Any) -> Any:
-        if scope.name == ADK_SCOPE:
+        if scope.name in switched_off:
             return disabled
         return previous(scope) if previous is not None else default()
 
@@ -48,5 +53,5 @@ def switch_off(
     except Exception:
         logger.debug("adk-otel: installing a %s configurator failed", signal, exc_info=True)
         return False
-    setattr(provider, marker, True)
+    setattr(provider, marker, switched_off)
     return True

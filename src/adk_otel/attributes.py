@@ -147,6 +147,23 @@ def tool(tool_obj: Any, tool_context: Any) -> Attributes:
     return attributes
 
 
+def mcp_tool_error(tool_obj: Any, result: Any) -> str | None:
+    """The error text of an MCP tool result marked ``isError`` (``is_error``
+    in mcp 2.x dumps), else ``None``; other tools' results are never read."""
+    if not isinstance(result, dict) or tool_type(tool_obj) != sc.TOOL_TYPE_EXTENSION:
+        return None
+    if not any(k.__name__ == "McpTool" for k in type(tool_obj).__mro__):
+        return None
+    if not (result.get("isError") or result.get("is_error")):
+        return None
+    texts = [
+        item.get("text")
+        for item in result.get("content") or ()
+        if isinstance(item, dict) and isinstance(item.get("text"), str)
+    ]
+    return " ".join(texts) or "MCP tool returned an error"
+
+
 # -- gen_ai.tool.type ---------------------------------------------------------
 
 # Nearest class in the tool's MRO wins. The registry's types: ``function``
@@ -359,3 +376,81 @@ def model_output_messages(llm_response: Any) -> list[dict[str, Any]] | None:
     if message is None:
         return None
     return content.output_message(message, finish_reason(llm_response))
+
+
+# -- across services (A2A) ------------------------------------------------------
+
+_A2A_METADATA_KEY = "a2a_metadata"
+"""Where ADK's A2A executor puts the request metadata it received, in the
+served run's ``run_config.custom_metadata`` (ADK 2.5 through 2.13)."""
+_remote_agent_cache: dict[type, bool] = {}
+
+
+def incoming_trace_carrier(invocation_context: Any) -> Any:
+    """The request metadata a served A2A run arrived with, or ``None``."""
+    run_config = getattr(invocation_context, "run_config", None)
+    custom = getattr(run_config, "custom_metadata", None)
+    return custom.get(_A2A_METADATA_KEY) if isinstance(custom, dict) else None
+
+
+def is_remote_agent(agent_obj: Any) -> bool:
+    """Whether the agent runs in another service (``RemoteA2aAgent``)."""
+    cls = type(agent_obj)
+    found = _remote_agent_cache.get(cls)
+    if found is None:
+        found = _remote_agent_cache[cls] = any(k.__name__ == "RemoteA2aAgent" for k in cls.__mro__)
+    return found
+
+
+def remote_agents(root: Any) -> list[Any]:
+    """Every remote agent in the tree under ``root`` (``root`` included)."""
+    found: list[Any] = []
+    stack, seen = [root], set()
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        if is_remote_agent(node):
+            found.append(node)
+        stack.extend(getattr(node, "sub_agents", None) or ())
+    return found
+
+
+def a2a_task(response: Any) -> tuple[str | None, str | None, str | None]:
+    """``(a2a.task.id, a2a.task.state, status message text)`` of a response a
+    remote agent received: a ``(task, update)`` pair, a task, or a message
+    (which has no state)."""
+    if isinstance(response, tuple):
+        response = response[0] if response else None
+    status = getattr(response, "status", None)
+    if status is None:
+        return getattr(response, "task_id", None) or None, None, None
+    message = getattr(status, "message", None)
+    parts = getattr(message, "parts", None) or ()
+    text = " ".join(t for p in parts if isinstance(t := _part_text(p), str) and t)
+    state = task_state_name(getattr(status, "state", None))
+    return getattr(response, "id", None) or None, state, text or None
+
+
+def _part_text(part: Any) -> Any:
+    # a2a-sdk 1.x: Part.text; 0.3: Part(root=TextPart(text=...)).
+    return getattr(part, "text", None) or getattr(getattr(part, "root", None), "text", None)
+
+
+def task_state_name(state: Any) -> str | None:
+    """An A2A task state as the protocol spells it (``failed``, ``input-required``),
+    from a2a-sdk 1.x's protobuf enum numbers or 0.3's string enum."""
+    if isinstance(state, int) and not isinstance(state, bool):
+        try:
+            from a2a.types import TaskState
+
+            name: Any = TaskState.Name(state)
+        except Exception:
+            return None
+    else:
+        name = getattr(state, "value", state)
+    if not isinstance(name, str):
+        return None
+    name = name.lower().removeprefix("task_state_").replace("_", "-")
+    return None if name in ("", "unspecified") else name

@@ -9,6 +9,10 @@ agent above it and the invocation. No network and no API key are needed.
 With ``OTEL_EXPORTER_OTLP_ENDPOINT`` set, the same spans also go over OTLP
 (e.g. to the collector of ``docker compose up``); ``--json FILE`` writes them
 as the collector's file exporter would, for ``adk-otel tree`` / ``check``.
+
+``--remote`` runs the payments agent as a service of its own in a second
+process, over A2A (``demo_remote.py``): the printed tree is one trace across
+both processes, the remote charge declined on the far side.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import subprocess
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -35,6 +40,30 @@ def lookup_item(sku: str) -> dict[str, Any]:
 def charge_card(amount_eur: float) -> dict[str, Any]:
     """Charge the customer's card."""
     raise PaymentDeclined(f"card declined for {amount_eur} EUR")
+
+
+def build_remote_app(payments_url: str) -> Any:
+    """The ``--remote`` demo's ``App``: catalog -> payments, the payments agent
+    served by another process over A2A; the item costs more than it accepts."""
+    from google.adk.agents import LlmAgent, SequentialAgent
+    from google.adk.agents.remote_a2a_agent import RemoteA2aAgent
+    from google.adk.apps import App
+
+    from .testing.model import ScriptedModel, call, reply
+
+    catalog = LlmAgent(
+        name="catalog",
+        description="Finds items and prices.",
+        model=ScriptedModel(script=[call("lookup_item", {"sku": "MUG-1"}), reply("1999 EUR")]),
+        tools=[lookup_item],
+    )
+    payments = RemoteA2aAgent(
+        name="payments",
+        description="Takes payment (a remote service).",
+        agent_card=payments_url + "/.well-known/agent-card.json",
+    )
+    pipeline = SequentialAgent(name="checkout", sub_agents=[catalog, payments])
+    return App(name=APP_NAME, root_agent=pipeline)
 
 
 def build_app() -> Any:
@@ -87,11 +116,17 @@ async def run_once(app: Any) -> BaseException | None:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="adk-otel demo", description=__doc__.splitlines()[0])
     parser.add_argument("--json", metavar="FILE", help="also write the trace as OTLP JSON")
+    parser.add_argument(
+        "--remote",
+        action="store_true",
+        help="serve the payments agent from a second process over A2A (needs a2a-sdk)",
+    )
     args = parser.parse_args(argv)
 
     import warnings
 
     warnings.filterwarnings("ignore", category=DeprecationWarning)
+    warnings.filterwarnings("ignore", message=r"\[EXPERIMENTAL\]", category=UserWarning)
 
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
@@ -111,6 +146,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     provider = build_tracer_provider() if endpoint else TracerProvider(resource=Resource.create())
     memory = InMemorySpanExporter()
     provider.add_span_processor(SimpleSpanProcessor(memory))
+    if args.remote:
+        return _run_remote(provider, memory, args.json, endpoint)
     app = adk_otel.instrument(build_app(), tracer_provider=provider)
 
     error = asyncio.run(run_once(app))
@@ -126,6 +163,53 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         write_spans(args.json, spans)
         print(f"trace written to {args.json}")
+    provider.shutdown()
+    return 0
+
+
+def _run_remote(provider: Any, memory: Any, json_path: str | None, endpoint: str | None) -> int:
+    """The two-process demo: this process calls the payments service, which
+    exports its spans over OTLP to a receiver started here (and on to
+    ``endpoint`` when one is set: its own OTEL_* variables name it)."""
+    import adk_otel
+
+    from .demo_remote import SERVICE_APP, start_service
+    from .render import render_tree
+    from .testing.receiver import OtlpReceiver
+
+    with OtlpReceiver() as receiver:
+        service_env = {
+            "OTEL_SERVICE_NAME": SERVICE_APP,
+            "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": receiver.http_endpoint,
+            "OTEL_BSP_SCHEDULE_DELAY": "20",
+        }
+        if endpoint:  # the service exports where the demo would, not to our receiver
+            service_env.pop("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+            service_env.pop("OTEL_EXPORTER_OTLP_PROTOCOL")
+        service = start_service(service_env, stderr=subprocess.DEVNULL)
+        try:
+            app = adk_otel.instrument(build_remote_app(service.url), tracer_provider=provider)
+            error = asyncio.run(run_once(app))
+            if not endpoint:
+                receiver.wait_for(
+                    lambda got: any(s.name == f"invocation {SERVICE_APP}" for s in got),
+                    timeout=30,
+                )
+        finally:
+            service.stop()
+        provider.force_flush(5_000)
+        spans = memory.get_finished_spans()
+        print(render_tree([*spans, *receiver.requests], color=sys.stdout.isatty()))
+        if error is not None:
+            print(f"\nrun failed: {type(error).__name__}: {error}")
+        print(f"\none trace across two processes: this one and {SERVICE_APP} ({service.url})")
+        if json_path:
+            from .otlp_json import write_requests, write_spans
+
+            write_spans(json_path, spans)
+            write_requests(json_path, receiver.requests)
+            print(f"trace written to {json_path}")
     provider.shutdown()
     return 0
 

@@ -77,6 +77,10 @@ class Entry:
     ended: bool = False
     updates: int = 0
     """How many intermediate updates (streamed chunks) the span has seen."""
+    reported_error: tuple[str, str | None] | None = None
+    """An error the operation reported without raising (a remote agent's
+    failed task), as ``(reason, description)``: its successful end is then an
+    ``error`` one."""
     _attached: otel_context.Context | None = None
     _token: object = None
     _context: otel_context.Context | None = None
@@ -165,13 +169,14 @@ class Ledger:
         outcome: Outcome,
         error: BaseException | None = None,
         reason: str | None = None,
+        description: str | None = None,
     ) -> Entry | None:
         """End the span filed under ``key``; a no-op when already ended."""
         with self._lock:
             entry = self._open.get(key)
         if entry is None:
             return None
-        self.end_entry(entry, outcome, error, reason)
+        self.end_entry(entry, outcome, error, reason, description)
         return entry
 
     def end_entry(
@@ -180,15 +185,17 @@ class Ledger:
         outcome: Outcome,
         error: BaseException | None = None,
         reason: str | None = None,
+        description: str | None = None,
     ) -> None:
-        """End ``entry`` after its open descendants; exactly once."""
+        """End ``entry`` after its open descendants; exactly once. An error
+        with no exception is described by ``description`` (else ``reason``)."""
         if entry.children:
             swept = Outcome.CANCELLED if outcome is Outcome.CANCELLED else Outcome.INCOMPLETE
             # A cancelled layer's children share its outcome and say why.
             sweep_reason = (reason or "cancelled") if swept is Outcome.CANCELLED else "parent_ended"
             for child in entry.walk_open():
                 self._finish(child, swept, None, sweep_reason)
-        self._finish(entry, outcome, error, reason)
+        self._finish(entry, outcome, error, reason, description=description)
 
     def end_all(self, outcome: Outcome, reason: str) -> int:
         """End every open span (plugin close, shutdown). Returns how many."""
@@ -210,6 +217,7 @@ class Ledger:
         error: BaseException | None,
         reason: str | None,
         extra: Mapping[str, AttributeValue] | None = None,
+        description: str | None = None,
     ) -> None:
         """End the span with its outcome (and ``extra`` attributes), all set
         in one call; a no-op when the entry already ended."""
@@ -224,7 +232,7 @@ class Ledger:
                     entry.parent.children.remove(entry)
         span = entry.span
         try:
-            self._record_outcome(span, outcome, error, reason, extra)
+            self._record_outcome(span, outcome, error, reason, extra, description)
         except Exception:
             self._failed("recording a span's outcome")
         finally:
@@ -247,6 +255,7 @@ class Ledger:
         error: BaseException | None,
         reason: str | None,
         extra: Mapping[str, AttributeValue] | None,
+        description: str | None = None,
     ) -> None:
         # Every value here is adk-otel's own or cleaned already, but a reason
         # can carry a provider's error code.
@@ -265,7 +274,8 @@ class Ledger:
                 record_exception(span, error)
                 span.set_status(Status(StatusCode.ERROR, sanitize.description(error)))
             else:
-                span.set_status(Status(StatusCode.ERROR, reason))
+                text = sanitize.clean(description) if description else reason
+                span.set_status(Status(StatusCode.ERROR, text))
 
     def _failed(self, what: str) -> None:
         """A failure inside adk-otel's own bookkeeping: counted, logged once."""

@@ -196,6 +196,7 @@ def suppress_adk_metrics(provider: Any) -> bool:
         switched = adk_scope.switch_off(
             provider,
             "meter",
+            scopes=frozenset({sc.ADK_SCOPE}),
             disabled=_MeterConfig(is_enabled=False),
             default=_MeterConfig,
             marker=_SUPPRESSING,
@@ -338,10 +339,11 @@ class TelemetryLedger(Ledger):
         error: BaseException | None,
         reason: str | None,
         extra: Mapping[str, AttributeValue] | None = None,
+        description: str | None = None,
     ) -> None:
         facts = self._facts.pop(entry, None)
         if facts is None or entry.ended:
-            super()._finish(entry, outcome, error, reason, extra)
+            super()._finish(entry, outcome, error, reason, extra, description)
             return
         rollup: dict[str, AttributeValue] | None = None
         try:
@@ -350,7 +352,7 @@ class TelemetryLedger(Ledger):
             self._failed("rolling up a span's totals")
         if extra:
             rollup = {**(rollup or {}), **extra}
-        super()._finish(entry, outcome, error, reason, rollup)
+        super()._finish(entry, outcome, error, reason, rollup, description)
         if self.instruments is not None:
             try:
                 self._record(facts, outcome, error, reason)

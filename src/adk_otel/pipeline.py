@@ -14,7 +14,9 @@ configurator: ADK then gets non-recording spans that carry the parent context
 through, so the tree stays connected with one layer per operation. They are
 kept when asked (``keep_adk_spans=True`` or ``ADK_OTEL_KEEP_ADK_SPANS=true``)
 and, by default, under ADK's web/API server, whose trace panel is built from
-them. Bad configuration is reported with a warning naming the variable; it
+them. The A2A SDK's internal spans (scope ``a2a-python-sdk``, dozens per
+remote call) are switched off the same way unless ``ADK_OTEL_KEEP_A2A_SPANS=true``.
+Bad configuration is reported with a warning naming the variable; it
 never stops the agent (``otel_env.py``). The batch processor is described in
 ``export.py``.
 """
@@ -36,12 +38,13 @@ from opentelemetry.sdk.trace.export import SpanExporter
 from . import adk_scope, env
 from .export import ExportingProcessor, batch_settings
 from .otel_env import otlp_exporter_from_env, sampler_from_env
-from .semconv import INSTRUMENTATION_SCOPE
+from .semconv import A2A_SDK_SCOPE, ADK_SCOPE, INSTRUMENTATION_SCOPE
 from .version import __version__
 
 logger = logging.getLogger(__name__)
 
 KEEP_ADK_SPANS_ENV = "ADK_OTEL_KEEP_ADK_SPANS"
+KEEP_A2A_SPANS_ENV = "ADK_OTEL_KEEP_A2A_SPANS"
 _ADK_SERVER_MODULE = "google.adk.cli.api_server"
 _SUPPRESSING = "_adk_otel_suppresses_adk_scope"
 _build_lock = threading.Lock()
@@ -60,6 +63,8 @@ def resolve_tracer(settings: TelemetrySettings) -> trace.Tracer:
     provider = settings.tracer_provider or global_tracer_provider()
     if not keep_adk_spans(settings.keep_adk_spans):
         suppress_adk_spans(provider)
+    if not env.flag(KEEP_A2A_SPANS_ENV, logger.warning):
+        suppress_scopes(provider, frozenset({A2A_SDK_SCOPE}))
     return provider.get_tracer(INSTRUMENTATION_SCOPE, __version__)
 
 
@@ -105,6 +110,11 @@ def exporting_processor(provider: Any) -> ExportingProcessor | None:
 
 def suppress_adk_spans(provider: Any) -> bool:
     """Switch ADK's own spans off on ``provider``; False when it cannot."""
+    return suppress_scopes(provider, frozenset({ADK_SCOPE}))
+
+
+def suppress_scopes(provider: Any, scopes: frozenset[str]) -> bool:
+    """Switch the spans of ``scopes`` off on ``provider``; False when it cannot."""
     try:
         from opentelemetry.sdk.trace import _TracerConfig
     except ImportError:
@@ -113,6 +123,7 @@ def suppress_adk_spans(provider: Any) -> bool:
         switched = adk_scope.switch_off(
             provider,
             "tracer",
+            scopes=scopes,
             disabled=_TracerConfig(is_enabled=False),
             default=_TracerConfig.default,
             marker=_SUPPRESSING,
@@ -120,6 +131,7 @@ def suppress_adk_spans(provider: Any) -> bool:
     if not switched and isinstance(provider, TracerProvider):
         logger.info(
             "adk-otel: this opentelemetry-sdk cannot switch ADK's own spans off "
-            "(needs >= 1.40); both layers will be recorded"
+            "(needs >= 1.40); %s will be recorded",
+            ", ".join(sorted(scopes)),
         )
     return switched

@@ -25,8 +25,8 @@ from google.adk.plugins.base_plugin import BasePlugin
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 
+from . import a2a, sanitize
 from . import attributes as attrs
-from . import sanitize
 from . import semconv as sc
 from .aborts import abort_reason
 from .content import ContentCapture, ContentSettings, Redactor
@@ -34,6 +34,7 @@ from .content import resolve as resolve_content
 from .ledger import Entry
 from .metrics import TelemetryLedger, resolve_instruments
 from .pipeline import TelemetrySettings, resolve_tracer
+from .propagation import run_parent
 from .runner import CURRENT_WATCH, RunWatch
 from .semconv import ADK_MODEL_CHUNKS, LIVE_MODEL_REQUEST_EVENT, Outcome
 
@@ -141,6 +142,8 @@ class AdkOtelPlugin(BasePlugin):
         self._keys = itertools.count()
         # Agent spans opened with no run in sight (plugin added mid-run).
         self._orphans: dict[tuple[str, str], Entry] = {}
+        # Root agents whose remote agents already carry the trace (see a2a.py).
+        self._propagating: dict[int, Any] = {}
 
     # -- configuration ---------------------------------------------------
 
@@ -201,10 +204,17 @@ class AdkOtelPlugin(BasePlugin):
         return runs[-1] if runs else None
 
     def _open_run(self, invocation_context: Any) -> _Run:
+        # A run served over A2A continues the caller's trace (propagation.py).
+        carrier = attrs.incoming_trace_carrier(invocation_context)
+        if carrier is None:
+            parent_context, continued = otel_context.get_current(), False
+        else:
+            parent_context, continued = run_parent(carrier)
         entry = self._ledger.start(
             ("run", id(invocation_context)),
             attrs.invocation_span_name(invocation_context),
-            parent_context=otel_context.get_current(),
+            parent_context=parent_context,
+            kind=trace.SpanKind.SERVER if continued else trace.SpanKind.INTERNAL,
             attributes=attrs.invocation(invocation_context),
             anchor=invocation_context,
         )
@@ -274,6 +284,10 @@ class AdkOtelPlugin(BasePlugin):
     @_never_raises
     def before_run_callback(self, *, invocation_context: Any) -> None:
         run = self._open_run(invocation_context)
+        root = getattr(invocation_context, "agent", None)
+        if root is not None and id(root) not in self._propagating:
+            self._propagating[id(root)] = root
+            a2a.propagate_from(attrs.remote_agents(root))
         if self._content is not None:
             self._capture(
                 run.entry, sc.GEN_AI_INPUT_MESSAGES, attrs.user_messages, invocation_context
@@ -326,8 +340,14 @@ class AdkOtelPlugin(BasePlugin):
             ("agent", next(self._keys)),
             f"invoke_agent {agent.name}",
             parent=parent,
+            # A remote agent's span is the client side of a call to another service.
+            kind=trace.SpanKind.CLIENT if attrs.is_remote_agent(agent) else trace.SpanKind.INTERNAL,
             attributes=attrs.agent(agent, callback_context, getattr(ancestor, "name", None)),
         )
+        # Current while the agent's own code runs (ADK runs this hook in the
+        # agent's task and context), so library spans made in its body, such
+        # as an A2A or HTTP client's, nest under it.
+        self._ledger.attach(entry)
         if run is not None:
             run.agents.setdefault(agent.name, []).append(entry)
         else:
@@ -342,8 +362,27 @@ class AdkOtelPlugin(BasePlugin):
             self._ledger.end_entry(entry, Outcome.INCOMPLETE, None, "consumer_closed")
         elif _is_cancelled() or getattr(callback_context, "is_aborted", False):
             self._ledger.end_entry(entry, Outcome.CANCELLED, None, "cancelled")
+        elif entry.reported_error is not None:
+            reason, description = entry.reported_error
+            self._ledger.end_entry(entry, Outcome.ERROR, None, reason, description)
         else:
             self._ledger.end_entry(entry, Outcome.OK)
+
+    def remote_response(self, invocation_context: Any, response: Any) -> None:
+        """A response a remote agent received (``a2a.py``): its task's id and
+        state go on the agent's span; a failed task makes the span an error."""
+        run = self._run_for(getattr(invocation_context, "invocation_id", None))
+        agent = getattr(invocation_context, "agent", None)
+        entry = run.innermost_agent(getattr(agent, "name", None)) if run is not None else None
+        if entry is None:
+            return
+        task_id, state, message = attrs.a2a_task(response)
+        found = {sc.A2A_TASK_ID: task_id, sc.A2A_TASK_STATE: state}
+        entry.span.set_attributes(
+            sanitize.attributes({k: str(v) for k, v in found.items() if v}) or {}
+        )
+        if state in sc.A2A_FAILED_STATES:
+            entry.reported_error = (sc.A2A_TASK_FAILED, f"remote task {state}: {message or ''}")
 
     @_never_raises
     def on_agent_error_callback(
@@ -459,7 +498,12 @@ class AdkOtelPlugin(BasePlugin):
         key = ("tool", tool_context.invocation_id, tool_context.function_call_id)
         if self._content is not None and (entry := self._ledger.get(key)) is not None:
             self._capture(entry, sc.GEN_AI_TOOL_CALL_RESULT, _same, result)
-        self._ledger.end(key, Outcome.OK)
+        failure = attrs.mcp_tool_error(tool, result)
+        if failure is not None:
+            # An MCP tool that answered with isError: a failed call, not an exception.
+            self._ledger.end(key, Outcome.ERROR, None, sc.MCP_TOOL_ERROR, failure)
+        else:
+            self._ledger.end(key, Outcome.OK)
 
     @_never_raises
     def on_tool_error_callback(

@@ -15,6 +15,9 @@ INSTRUMENTATION_SCOPE = "adk_otel"
 ADK_SCOPE = "gcp.vertex.agent"
 """Instrumentation scope of ADK's own spans and metrics."""
 
+A2A_SDK_SCOPE = "a2a-python-sdk"
+"""Instrumentation scope of the A2A SDK's internal spans."""
+
 # adk-otel's own vocabulary
 ADK_SPAN_KIND = "adk.span.kind"
 ADK_OUTCOME = "adk.outcome"
@@ -63,6 +66,16 @@ GEN_AI_TOOL_CALL_ARGUMENTS = "gen_ai.tool.call.arguments"
 GEN_AI_TOOL_CALL_RESULT = "gen_ai.tool.call.result"
 GEN_AI_INFERENCE_DETAILS_EVENT = "gen_ai.client.inference.operation.details"
 ERROR_TYPE = "error.type"
+
+# Across services (A2A semantic conventions)
+A2A_TASK_ID = "a2a.task.id"
+A2A_TASK_STATE = "a2a.task.state"
+A2A_FAILED_STATES = frozenset({"failed", "rejected"})
+"""Remote task states that make the calling agent's span an error."""
+A2A_TASK_FAILED = "a2a_task_failed"
+"""``adk.close_reason`` and ``error.type`` of a remote agent whose task failed."""
+MCP_TOOL_ERROR = "tool_error"
+"""``error.type`` of an MCP tool call whose result has ``isError`` (MCP conventions)."""
 
 OP_INVOKE_AGENT = "invoke_agent"
 OP_EXECUTE_TOOL = "execute_tool"

@@ -1,0 +1,90 @@
+"""The calling service of the cross-service tests: a checkout agent whose
+``payments`` sub-agent is remote (``RemoteA2aAgent``), traced with
+``adk_otel.instrument()`` and configured only by ``OTEL_*``, as a real service.
+
+``python caller.py URL MESSAGE [--no-stream] [--metadata JSON [--keep-trace]]``
+runs one invocation (``--metadata``: the remote agent gets an
+``a2a_request_meta_provider`` returning that metadata, wrapped with
+``adk_otel.a2a.with_trace_context`` under ``--keep-trace``), prints a
+JSON report (the run's error, the plugin's open spans, the current span left
+behind) and exits; adk-otel's provider flushes its spans at exit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import sys
+import warnings
+from collections.abc import Callable
+
+warnings.filterwarnings("ignore")
+logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+
+import httpx  # noqa: E402
+from a2a.client import ClientConfig, ClientFactory  # noqa: E402
+from google.adk.agents import SequentialAgent  # noqa: E402
+from google.adk.agents.remote_a2a_agent import RemoteA2aAgent  # noqa: E402
+from google.adk.runners import InMemoryRunner  # noqa: E402
+from google.genai import types  # noqa: E402
+from opentelemetry import trace  # noqa: E402
+
+import adk_otel  # noqa: E402
+import adk_otel.a2a  # noqa: E402
+
+CARD_PATH = "/.well-known/agent-card.json"
+
+
+def meta_provider(metadata: dict[str, object], keep_trace: bool) -> Callable[..., dict]:
+    def provide(ctx: object, message: object) -> dict[str, object]:
+        return dict(metadata)
+
+    return adk_otel.a2a.with_trace_context(provide) if keep_trace else provide
+
+
+async def main(
+    url: str, message: str, streaming: bool, metadata: dict | None, keep_trace: bool
+) -> dict[str, object]:
+    factory = ClientFactory(ClientConfig(streaming=streaming, httpx_client=httpx.AsyncClient()))
+    payments = RemoteA2aAgent(
+        name="payments",
+        agent_card=url + CARD_PATH,
+        a2a_client_factory=factory,
+        a2a_request_meta_provider=(
+            meta_provider(metadata, keep_trace) if metadata is not None else None
+        ),
+    )
+    checkout = SequentialAgent(name="checkout", sub_agents=[payments])
+    runner = adk_otel.instrument(InMemoryRunner(agent=checkout, app_name="shop"))
+    session = await runner.session_service.create_session(app_name="shop", user_id="u")
+    report: dict[str, object] = {"error": None, "texts": []}
+    try:
+        async for event in runner.run_async(
+            user_id="u", session_id=session.id, new_message=types.UserContent(message)
+        ):
+            texts = [p.text for p in (event.content.parts if event.content else []) if p.text]
+            report["texts"].extend(texts)  # type: ignore[union-attr]
+    except Exception as exc:
+        report["error"] = f"{type(exc).__name__}: {exc}"
+    plugin = adk_otel.plugin_of(runner)
+    report["open_spans"] = plugin.open_spans if plugin else None
+    report["internal_errors"] = plugin.internal_errors if plugin else None
+    report["current_span_left"] = trace.get_current_span().get_span_context().is_valid
+    await runner.close()
+    return report
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("url")
+    parser.add_argument("message")
+    parser.add_argument("--no-stream", action="store_true")
+    parser.add_argument("--metadata", type=json.loads)
+    parser.add_argument("--keep-trace", action="store_true")
+    args = parser.parse_args()
+    report = asyncio.run(
+        main(args.url, args.message, not args.no_stream, args.metadata, args.keep_trace)
+    )
+    print(json.dumps(report), flush=True)

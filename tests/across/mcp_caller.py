@@ -1,0 +1,59 @@
+"""An agent whose tool lives on an MCP server (``McpToolset`` over streamable
+HTTP), traced with ``adk_otel.instrument()`` and configured by ``OTEL_*``.
+
+``python mcp_caller.py URL SKU`` runs one invocation (the scripted model calls
+``stock`` with SKU, then answers) and prints a JSON report.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import sys
+import warnings
+
+warnings.filterwarnings("ignore")
+logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+
+from google.adk.agents import LlmAgent  # noqa: E402
+from google.adk.runners import InMemoryRunner  # noqa: E402
+from google.adk.tools.mcp_tool.mcp_session_manager import (  # noqa: E402
+    StreamableHTTPConnectionParams,
+)
+from google.adk.tools.mcp_tool.mcp_toolset import McpToolset  # noqa: E402
+from google.genai import types  # noqa: E402
+from opentelemetry import trace  # noqa: E402
+
+import adk_otel  # noqa: E402
+from adk_otel.testing.model import ScriptedModel, call, reply  # noqa: E402
+
+
+async def main(url: str, sku: str) -> dict[str, object]:
+    tools = McpToolset(connection_params=StreamableHTTPConnectionParams(url=url))
+    agent = LlmAgent(
+        name="clerk",
+        model=ScriptedModel(script=[call("stock", {"sku": sku}), reply("checked")]),
+        tools=[tools],
+    )
+    runner = adk_otel.instrument(InMemoryRunner(agent=agent, app_name="shop"))
+    session = await runner.session_service.create_session(app_name="shop", user_id="u")
+    report: dict[str, object] = {"error": None}
+    try:
+        async for _ in runner.run_async(
+            user_id="u", session_id=session.id, new_message=types.UserContent("stock?")
+        ):
+            pass
+    except Exception as exc:
+        report["error"] = f"{type(exc).__name__}: {exc}"
+    plugin = adk_otel.plugin_of(runner)
+    report["open_spans"] = plugin.open_spans if plugin else None
+    report["internal_errors"] = plugin.internal_errors if plugin else None
+    report["current_span_left"] = trace.get_current_span().get_span_context().is_valid
+    await tools.close()
+    await runner.close()
+    return report
+
+
+if __name__ == "__main__":
+    print(json.dumps(asyncio.run(main(sys.argv[1], sys.argv[2]))), flush=True)
