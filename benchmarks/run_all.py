@@ -2,7 +2,8 @@
 
 ``python benchmarks/run_all.py``: overhead (interleaved configurations), calls
 (adk-otel's own work, counted),
-export under load, memory over 10,000 invocations. Each writes its table to
+export under load, memory over 10,000 invocations, propagation across one A2A
+call (two processes). Each writes its table to
 stdout and its raw numbers to ``benchmarks/results/<name>.json``. A few
 minutes on a 2-core machine; nothing else should be running meanwhile.
 """
@@ -15,7 +16,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-BENCHMARKS = ("overhead", "calls", "export_load", "memory")
+BENCHMARKS = ("overhead", "calls", "export_load", "memory", "propagation")
 
 
 def main() -> int:

@@ -115,6 +115,8 @@ def load_spec(path: Path) -> dict[str, Any]:
         where = f" at line {mark.line + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or "syntax error"
         raise UsageError(f"{path}: invalid YAML{where} ({problem})") from None
+    except RecursionError:
+        raise UsageError(f"{path}: nested too deeply to be a spec") from None
     if spec is None:
         raise UsageError(f"{path}: the spec is empty")
     if not isinstance(spec, dict):

@@ -158,7 +158,7 @@ def _documents(text: str, source: str) -> list[tuple[int, Any]]:
     if not text.strip():
         raise OtlpJsonError(f"{source}: empty, no OTLP JSON in it")
     try:
-        return [(text[: len(text) - len(text.lstrip())].count("\n") + 1, json.loads(text))]
+        return [(text[: len(text) - len(text.lstrip())].count("\n") + 1, _loads(text, source))]
     except json.JSONDecodeError as whole:
         whole_error = whole
     documents: list[tuple[int, Any]] = []
@@ -167,7 +167,7 @@ def _documents(text: str, source: str) -> list[tuple[int, Any]]:
         if not line.strip():
             continue
         try:
-            documents.append((line_no, json.loads(line)))
+            documents.append((line_no, _loads(line, f"{source}: line {line_no}")))
         except json.JSONDecodeError as exc:
             error = exc
             if first_line:
@@ -176,6 +176,14 @@ def _documents(text: str, source: str) -> list[tuple[int, Any]]:
             raise OtlpJsonError(f"{source}: line {line_no}: invalid JSON ({error.msg})") from None
         first_line = False
     return documents
+
+
+def _loads(text: str, where: str) -> Any:
+    """``json.loads``, with nesting too deep for the parser reported as bad input."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise OtlpJsonError(f"{where}: nested too deeply to be OTLP JSON") from None
 
 
 # -- decoding (plain JSON, not protobuf's ParseDict: ten times faster) -------------

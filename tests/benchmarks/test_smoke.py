@@ -16,6 +16,7 @@ CASES = {
     "overhead": ["--rounds", "2", "--batch", "1"],
     "export_load": ["--runs", "40"],
     "memory": ["--runs", "64", "--traced-runs", "32", "--checkpoints", "2"],
+    "propagation": ["--rounds", "1", "--batch", "1"],
 }
 
 

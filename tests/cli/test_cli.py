@@ -135,6 +135,7 @@ def test_parent_and_under_take_selector_mappings(capsys, tmp_path, collector_fil
 
 
 BAD_SPECS = [
+    ("spans: " + "[" * 100_000 + "]" * 100_000 + "\n", "nested too deeply to be a spec"),
     ("trace: 1\n", "unknown key 'trace' (did you mean 'traces'?); allowed: traces, allow_unended"),
     ("spans:\n  - tol: lookup\n", "spans[0]: unknown key 'tol' (did you mean 'tool'?)"),
     ("tree: {name: x, outcom: ok}\n", "tree 'x': unknown key 'outcom' (did you mean 'outcome'?)"),
@@ -171,7 +172,13 @@ def test_bad_specs_exit_2_with_one_line(
         ('{"resourceMetrics": []}\n', "holds metrics or logs only, no traces"),
         ("hello\n", "line 1: invalid JSON (Expecting value)"),
         ('{"spans": []}\n', 'line 1: not OTLP JSON traces (no "resourceSpans"; keys: spans)'),
+        ("[" * 100_000 + "]" * 100_000, "nested too deeply to be OTLP JSON"),
+        (
+            '{"resourceSpans": []}\n' + "[" * 100_000 + "]" * 100_000 + "\n",
+            "line 2: nested too deeply to be OTLP JSON",
+        ),
     ],
+    ids=["missing", "empty", "metrics", "not-json", "not-traces", "deep", "deep-line"],
 )
 def test_bad_trace_files_exit_2_with_one_line(
     capsys, tmp_path, shop_spec, content, message

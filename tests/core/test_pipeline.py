@@ -95,3 +95,16 @@ def test_unknown_protocol_warns_naming_the_variable(monkeypatch, caplog) -> None
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")
     assert otel_env.otlp_protocol() == "http/protobuf"
     assert "OTEL_EXPORTER_OTLP_PROTOCOL='http/json' is not supported" in caplog.text
+
+
+@pytest.mark.parametrize(("keep", "recorded"), [(None, False), ("true", True), ("false", False)])
+def test_a2a_sdk_spans_are_off_unless_kept(monkeypatch, keep, recorded) -> None:
+    if keep is None:
+        monkeypatch.delenv("ADK_OTEL_KEEP_A2A_SPANS", raising=False)
+    else:
+        monkeypatch.setenv("ADK_OTEL_KEEP_A2A_SPANS", keep)
+    provider = TracerProvider()
+    pipeline.resolve_tracer(pipeline.TelemetrySettings(tracer_provider=provider))
+    assert provider.get_tracer("a2a-python-sdk").start_span("enqueue").is_recording() is recorded
+    assert provider.get_tracer("gcp.vertex.agent").start_span("adk").is_recording() is False
+    assert provider.get_tracer("httpx").start_span("GET").is_recording()

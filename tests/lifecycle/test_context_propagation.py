@@ -4,13 +4,18 @@ context is left as it was."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncGenerator
 from typing import Any
 
-from google.adk.agents import LlmAgent
+from google.adk.agents import BaseAgent, LlmAgent, ParallelAgent, SequentialAgent
+from google.adk.agents.invocation_context import InvocationContext
 from google.adk.agents.run_config import RunConfig, StreamingMode
+from google.adk.events import Event
 from google.adk.models.llm_request import LlmRequest
+from google.genai import types
 from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.trace import StatusCode
 
 from adk_otel.testing.model import ScriptedModel, Step, call, calls, reply, stream
 
@@ -176,3 +181,57 @@ async def test_two_runs_in_one_recorded_caller_span(recorder, caplog):
     assert len(runs) == 2
     assert [parent(recorder, run) for run in runs] == [caller_span, caller_span]
     assert {s.context.trace_id for s in recorder.ended} == {caller_span.context.trace_id}
+
+
+class CallingAgent(BaseAgent):
+    """A custom agent whose own body calls an instrumented client (as
+    ``RemoteA2aAgent`` does with its A2A client), then answers or fails."""
+
+    fail: bool = False
+
+    async def _run_async_impl(self, ctx: InvocationContext) -> AsyncGenerator[Event, None]:
+        with http.start_as_current_span(f"GET /{self.name}"):
+            if self.fail:
+                raise RuntimeError(f"{self.name} failed")
+        yield Event(
+            author=self.name,
+            invocation_id=ctx.invocation_id,
+            content=types.ModelContent(f"{self.name} done"),
+        )
+
+
+async def test_spans_in_an_agents_own_body_are_children_of_the_agent_span(recorder, caplog):
+    root = SequentialAgent(
+        name="pipeline",
+        sub_agents=[
+            CallingAgent(name="first"),
+            ParallelAgent(
+                name="fan", sub_agents=[CallingAgent(name="left"), CallingAgent(name="right")]
+            ),
+        ],
+    )
+
+    result = await drive(runner_for(root))
+
+    assert result.error is None
+    assert_clean(recorder, caplog.records)
+    for name in ("first", "left", "right"):
+        assert parent(recorder, recorder.one(f"GET /{name}")) is recorder.one(
+            f"invoke_agent {name}"
+        )
+    assert trace.get_current_span() is trace.INVALID_SPAN, "nothing left current"
+
+
+async def test_a_failing_agent_body_leaves_nothing_current(recorder, caplog):
+    root = SequentialAgent(
+        name="pipeline", sub_agents=[CallingAgent(name="first", fail=True), CallingAgent(name="x")]
+    )
+
+    result = await drive(runner_for(root))
+
+    assert isinstance(result.error, RuntimeError)
+    assert_clean(recorder, caplog.records)
+    failed = recorder.one("invoke_agent first")
+    assert failed.status.status_code is StatusCode.ERROR
+    assert parent(recorder, recorder.one("GET /first")) is failed
+    assert trace.get_current_span() is trace.INVALID_SPAN

@@ -1,0 +1,35 @@
+"""``adk-otel demo --remote``: the two-process demo works offline, with no
+collector, and shows one trace across both processes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from adk_otel.otlp_json import read_spans
+
+
+def test_the_remote_demo_prints_and_writes_one_trace(tmp_path: Path) -> None:
+    out = tmp_path / "trace.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "ADK_OTEL_"))}
+    done = subprocess.run(
+        [sys.executable, "-m", "adk_otel.cli", "demo", "--remote", "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "one trace across two processes" in done.stdout
+    assert "invocation payments-service" in done.stdout
+    spans = read_spans(out)
+    assert len({s.trace_id for s in spans}) == 1
+    assert [s.name for s in spans if s.parent_id is None] == ["invocation shop"]
+    services = {s.resource.get("service.name") for s in spans}
+    assert services == {"adk-otel-demo", "payments-service"}
+    (charge,) = [s for s in spans if s.name == "execute_tool charge_card"]
+    assert charge.status_code == "ERROR"
+    (client,) = [s for s in spans if s.kind == "CLIENT" and s.name == "invoke_agent payments"]
+    assert client.status_code == "ERROR" and client.attributes["a2a.task.state"] == "failed"
