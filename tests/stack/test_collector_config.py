@@ -142,7 +142,9 @@ def test_tempo_is_monolithic_with_local_storage_and_otlp(compose: dict[str, Any]
     assert storage["local"]["path"].startswith("/var/tempo/")
     assert storage["wal"]["path"].startswith("/var/tempo/")
     assert "tempo-data:/var/tempo" in compose["services"]["tempo"]["volumes"]
-    assert "http://localhost:3200/ready" in compose["services"]["tempo"]["healthcheck"]["test"]
+    probe = compose["services"]["tempo"]["healthcheck"]["test"]
+    assert "-health.url=http://127.0.0.1:3200/ready" in probe
+    assert tempo["distributor"]["max_attribute_bytes"] >= 16384, "stack traces kept whole"
 
 
 def test_grafana_datasources_point_at_compose_services() -> None:
