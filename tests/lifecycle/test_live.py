@@ -185,21 +185,30 @@ async def test_live_model_fails(recorder, caplog):
         assert recorder.one(name).attributes[ERROR_TYPE] == "RuntimeError", name
 
 
-@pytest.mark.skipif(
-    not SCREENS_CONTENT,
-    reason="ADK 2.5's live loop never ends on a closed connection (it re-polls receive())",
-)
 async def test_request_queue_closed_ends_the_run(recorder, caplog):
-    """Measured on 2.13: a client close ends the live run normally, with aA and aR."""
+    """Measured on 2.13: a client close ends the live run normally, with aA and aR.
+    ADK 2.5's live loop never ends on a closed queue (it re-polls receive()): there
+    the consumer stops reading, and every span ends ``incomplete``."""
     stream, queue = await start_live(voice(reply("hi there")))
     events = []
     async for event in stream:
         events.append(event)
         if has_text(event):
             queue.close()
+            if not SCREENS_CONTENT:
+                break
+    if not SCREENS_CONTENT:
+        await stream.aclose()
 
     assert events[-1].content.parts[0].text == "hi there"
     assert_clean(recorder, caplog.records)
+    if not SCREENS_CONTENT:
+        assert shape(recorder) == [
+            (0, INV, "UNSET", "incomplete"),
+            (1, "invoke_agent voice", "UNSET", "incomplete"),
+        ]
+        assert recorder.one(INV).attributes[ADK_CLOSE_REASON] == "consumer_closed"
+        return
     assert shape(recorder) == [
         (0, INV, "OK", "ok"),
         (1, "invoke_agent voice", "OK", "ok"),
