@@ -35,7 +35,9 @@ def switch_off(
     scope when no configurator was there before. False when it cannot."""
     switched_off = getattr(provider, marker, None)
     if isinstance(switched_off, set):
-        switched_off.update(scopes)
+        if not scopes <= switched_off:
+            switched_off.update(scopes)
+            _reapply(provider, signal)
         return True
     switched_off = set(scopes)
     setter = getattr(provider, f"_set_{signal}_configurator", None)
@@ -55,3 +57,26 @@ def switch_off(
         return False
     setattr(provider, marker, switched_off)
     return True
+
+
+def switch_on(
+    provider: Any, signal: Literal["tracer", "meter"], *, scopes: frozenset[str], marker: str
+) -> bool:
+    """Undo :func:`switch_off` for ``scopes`` on ``provider`` (an explicit
+    keep after the default ran); True when any of them was off."""
+    switched_off = getattr(provider, marker, None)
+    if not isinstance(switched_off, set) or not switched_off & scopes:
+        return False
+    switched_off.difference_update(scopes)
+    _reapply(provider, signal)
+    return True
+
+
+def _reapply(provider: Any, signal: str) -> None:
+    """Set the same configurator again: the SDK re-evaluates the config of
+    every tracer (meter) it already made only when a configurator is set."""
+    try:
+        setter = getattr(provider, f"_set_{signal}_configurator")
+        setter(**{f"{signal}_configurator": getattr(provider, f"_{signal}_configurator")})
+    except Exception:
+        logger.debug("adk-otel: re-applying the %s configurator failed", signal, exc_info=True)

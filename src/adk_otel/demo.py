@@ -157,7 +157,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if error is not None:
         print(f"\nrun failed as scripted: {type(error).__name__}: {error}")
     if endpoint:
-        print(f"spans exported over OTLP to {endpoint}")
+        print(_export_report(provider, endpoint))
     if args.json:
         from .otlp_json import write_spans
 
@@ -165,6 +165,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"trace written to {args.json}")
     provider.shutdown()
     return 0
+
+
+def _export_report(provider: Any, endpoint: str) -> str:
+    """How many spans the collector accepted: counted, not assumed."""
+    from .pipeline import exporting_processor
+    from .redact import redact_url
+
+    processor = exporting_processor(provider)
+    where = redact_url(endpoint)
+    if processor is None:
+        return f"spans handed to the OTLP exporter for {where}"
+    processor.force_flush(10_000)
+    return f"{processor.exported} of {processor.ended} span(s) accepted by {where}"
 
 
 def _run_remote(provider: Any, memory: Any, json_path: str | None, endpoint: str | None) -> int:

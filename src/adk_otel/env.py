@@ -29,8 +29,9 @@ def flag(name: str, warn: Warn) -> bool | None:
     return None
 
 
-def positive_int(name: str, default: int, warn: Warn) -> int:
-    """A positive integer variable; ``default`` when unset, or not one (reported)."""
+def positive_int(name: str, default: int, warn: Warn, maximum: int | None = None) -> int:
+    """A positive integer variable, at most ``maximum``; ``default`` when
+    unset, or out of range (reported)."""
     raw = os.environ.get(name, "").strip()
     if not raw:
         return default
@@ -38,7 +39,8 @@ def positive_int(name: str, default: int, warn: Warn) -> int:
         value = int(raw)
     except ValueError:
         value = 0
-    if value <= 0:
-        warn("adk-otel: %s=%r is not a positive integer; using %d", name, raw, default)
+    if value <= 0 or (maximum is not None and value > maximum):
+        limit = f"an integer from 1 to {maximum}" if maximum is not None else "a positive integer"
+        warn("adk-otel: %s=%r is not %s; using %d", name, raw[:64], limit, default)
         return default
     return value

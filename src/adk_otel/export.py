@@ -23,6 +23,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
 from . import env
+from .redact import redact_url
 from .span_repair import repair_batch
 
 # One logger for everything on the export path, as documented (docs/operations.md).
@@ -38,6 +39,15 @@ BSP_DEFAULTS = {
 512 spans, 30000 ms). The queue holds about 3 s of a busy agent process's
 spans (350 three-agent invocations a second) so a starved export thread drops
 nothing; the export timeout bounds the final flush at shutdown (ms)."""
+BSP_MAXIMUMS = {
+    "OTEL_BSP_MAX_QUEUE_SIZE": 1_000_000,
+    "OTEL_BSP_SCHEDULE_DELAY": 3_600_000,
+    "OTEL_BSP_MAX_EXPORT_BATCH_SIZE": 1_000_000,
+    "OTEL_BSP_EXPORT_TIMEOUT": 600_000,
+}
+"""The largest value each accepts (spans; ms): beyond them the SDK's queue
+or timers fail (a deque or wait too large for the platform) or a shutdown
+never ends. docs/operations.md lists them."""
 DROP_REPORT_INTERVAL = 60.0
 """Seconds between two warnings that count spans dropped from a full queue."""
 
@@ -46,7 +56,7 @@ def batch_settings() -> dict[str, Any]:
     """Batch processor settings: each ``OTEL_BSP_*`` variable if valid, else
     adk-otel's default (a bad value is reported, naming the variable)."""
     values = {
-        name: env.positive_int(name, default, logger.warning)
+        name: env.positive_int(name, default, logger.warning, BSP_MAXIMUMS[name])
         for name, default in BSP_DEFAULTS.items()
     }
     queue = values["OTEL_BSP_MAX_QUEUE_SIZE"]
@@ -120,7 +130,9 @@ class _ExportWatch(SpanExporter):
 
     def __init__(self, exporter: SpanExporter) -> None:
         self.exporter = exporter
-        self.destination = str(getattr(exporter, "_endpoint", "") or type(exporter).__name__)
+        self.destination = redact_url(
+            str(getattr(exporter, "_endpoint", "") or type(exporter).__name__)
+        )
         self.handed = 0
         self.exported = 0
         self.failed = 0

@@ -16,6 +16,7 @@ from opentelemetry.sdk.trace import sampling
 from opentelemetry.sdk.trace.export import SpanExporter
 
 from .export import MUTING, install_muting
+from .redact import redact_url
 
 # One logger for everything on the export path, as documented (docs/operations.md).
 logger = logging.getLogger("adk_otel.pipeline")
@@ -115,6 +116,11 @@ def endpoint_problem(value: str, protocol: str) -> str | None:
     return None
 
 
+MAX_EXPORT_TIMEOUT_S = 3600
+"""The longest OTLP export timeout accepted, in seconds (an hour: beyond it,
+or ``inf``, every export fails inside the exporter)."""
+
+
 def otlp_exporter_from_env() -> SpanExporter | None:
     """The OTLP span exporter ``OTEL_*`` asks for, or None with a warning.
 
@@ -139,12 +145,19 @@ def otlp_exporter_from_env() -> SpanExporter | None:
                 "exported. Example: http://localhost:4318 (http/protobuf) or "
                 "http://localhost:4317 (grpc)",
                 endpoint[0],
-                endpoint[1],
+                redact_url(endpoint[1]),
                 problem,
             )
             return None
     _check_headers()
     options = _checked_exporter_options()
+    if endpoint is None and _blank(
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"
+    ):
+        # An endpoint variable set but empty: the default, not an empty URL.
+        options["endpoint"] = (
+            "http://localhost:4317" if protocol == "grpc" else "http://localhost:4318/v1/traces"
+        )
     factory: Callable[..., Any]
     if protocol == "grpc":
         from grpc import Compression as GrpcCompression
@@ -217,17 +230,37 @@ def _checked_exporter_options() -> dict[str, Any]:
     message naming neither variable: reported here, replaced by defaults
     (``{"timeout": 10.0}``, ``{"compression": "none"}``) passed explicitly."""
     options: dict[str, Any] = {}
-    found = _env("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT")
+    timeout_names = ("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT")
+    found = _env(*timeout_names)
     if found is not None:
         try:
-            usable = float(found[1]) > 0
+            seconds = float(found[1])
+            usable = 0 < seconds <= MAX_EXPORT_TIMEOUT_S
         except ValueError:
             usable = False
         if not usable:
-            logger.warning("adk-otel: %s=%r is not a positive number of seconds; using 10", *found)
+            logger.warning(
+                "adk-otel: %s=%r is not a number of seconds from 0 to %d; using 10",
+                found[0],
+                found[1][:64],
+                MAX_EXPORT_TIMEOUT_S,
+            )
             options["timeout"] = 10.0
-    found = _env("OTEL_EXPORTER_OTLP_TRACES_COMPRESSION", "OTEL_EXPORTER_OTLP_COMPRESSION")
+    elif _blank(*timeout_names):
+        options["timeout"] = 10.0  # set but empty: unset, which the exporter would not say
+    compression_names = ("OTEL_EXPORTER_OTLP_TRACES_COMPRESSION", "OTEL_EXPORTER_OTLP_COMPRESSION")
+    found = _env(*compression_names)
     if found is not None and found[1].lower() not in ("none", "gzip", "deflate"):
-        logger.warning("adk-otel: %s=%r is not one of none, gzip, deflate; using none", *found)
+        logger.warning(
+            "adk-otel: %s=%r is not one of none, gzip, deflate; using none", found[0], found[1][:64]
+        )
+        options["compression"] = "none"
+    elif found is None and _blank(*compression_names):
         options["compression"] = "none"
     return options
+
+
+def _blank(*names: str) -> bool:
+    """Whether any of ``names`` is set to an empty value (``VAR=${UNSET}`` in a
+    compose file): adk-otel reads that as unset, the SDK's exporters do not."""
+    return any(name in os.environ and not os.environ[name].strip() for name in names)

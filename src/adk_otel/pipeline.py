@@ -63,16 +63,24 @@ def resolve_tracer(settings: TelemetrySettings) -> trace.Tracer:
     provider = settings.tracer_provider or global_tracer_provider()
     if not keep_adk_spans(settings.keep_adk_spans):
         suppress_adk_spans(provider)
+    elif adk_scope.switch_on(
+        provider, "tracer", scopes=frozenset({ADK_SCOPE}), marker=_SUPPRESSING
+    ):
+        # Asked to keep them on a provider where an earlier default switched them off.
+        logger.info("adk-otel: ADK's own spans switched back on for this provider")
     if not env.flag(KEEP_A2A_SPANS_ENV, logger.warning):
         suppress_scopes(provider, frozenset({A2A_SDK_SCOPE}))
     return provider.get_tracer(INSTRUMENTATION_SCOPE, __version__)
 
 
 def keep_adk_spans(explicit: bool | None) -> bool:
+    """The argument, else ``ADK_OTEL_KEEP_ADK_SPANS`` (true or false), else kept
+    only under ADK's web/API server, whose trace panel is built from them."""
     if explicit is not None:
         return explicit
-    if env.flag(KEEP_ADK_SPANS_ENV, logger.warning):
-        return True
+    from_env = env.flag(KEEP_ADK_SPANS_ENV, logger.warning)
+    if from_env is not None:
+        return from_env
     return _ADK_SERVER_MODULE in sys.modules
 
 

@@ -78,6 +78,8 @@ class _Run:
     agents: dict[str, list[Entry]] = field(default_factory=dict)
     task: asyncio.Task[Any] | None = None
     on_task_done: Callable[[asyncio.Task[Any]], None] | None = None
+    cancelling_at_start: int = 0
+    """The starting task's ``cancelling()`` when the run began (see _is_cancelled)."""
 
     @property
     def closing_early(self) -> bool:
@@ -90,14 +92,19 @@ class _Run:
         return stack[-1] if stack else None
 
 
-def _is_cancelled(error: BaseException | None = None) -> bool:
-    if isinstance(error, asyncio.CancelledError):
-        return True
+def _is_cancelled(run: _Run | None = None) -> bool:
+    """Whether the current task is being cancelled *during* this run. A task
+    that once swallowed a ``CancelledError`` without ``uncancel()`` (a common
+    worker loop) keeps ``cancelling() > 0`` for good: counted from the run's
+    start, so its later runs are not all recorded cancelled."""
     try:
         task = asyncio.current_task()
     except RuntimeError:
         return False
-    return task is not None and task.cancelling() > 0
+    if task is None:
+        return False
+    baseline = run.cancelling_at_start if run is not None and run.task is task else 0
+    return task.cancelling() > baseline
 
 
 class AdkOtelPlugin(BasePlugin):
@@ -257,6 +264,7 @@ class AdkOtelPlugin(BasePlugin):
                 self._close_run(run, Outcome.INCOMPLETE, "task_ended", None)
 
         run.task, run.on_task_done = task, on_task_done
+        run.cancelling_at_start = task.cancelling()
         task.add_done_callback(on_task_done)
 
     def _close_run(
@@ -302,7 +310,7 @@ class AdkOtelPlugin(BasePlugin):
             self._close_run(run, Outcome.INCOMPLETE, "consumer_closed", None)
         elif getattr(invocation_context, "is_aborted", False):
             self._close_run(run, Outcome.CANCELLED, "aborted", None)
-        elif _is_cancelled():
+        elif _is_cancelled(run):
             # Some ADK releases (2.5) run after_run while the task is being
             # cancelled; an after hook means success only.
             self._close_run(run, Outcome.CANCELLED, "cancelled", None)
@@ -360,7 +368,7 @@ class AdkOtelPlugin(BasePlugin):
             return
         if run is not None and run.closing_early:
             self._ledger.end_entry(entry, Outcome.INCOMPLETE, None, "consumer_closed")
-        elif _is_cancelled() or getattr(callback_context, "is_aborted", False):
+        elif _is_cancelled(run) or getattr(callback_context, "is_aborted", False):
             self._ledger.end_entry(entry, Outcome.CANCELLED, None, "cancelled")
         elif entry.reported_error is not None:
             reason, description = entry.reported_error
@@ -390,7 +398,7 @@ class AdkOtelPlugin(BasePlugin):
     ) -> None:
         entry, _ = self._agent_entry(agent, callback_context)
         if entry is not None:
-            self._end_failed(entry, error)
+            self._end_failed(entry, error, callback_context.invocation_id)
 
     def _agent_entry(self, agent: Any, callback_context: Any) -> tuple[Entry | None, _Run | None]:
         run = self._run_for(callback_context.invocation_id)
@@ -472,7 +480,7 @@ class AdkOtelPlugin(BasePlugin):
     ) -> None:
         entry = self._ledger.get(("model", id(callback_context.actions)))
         if entry is not None:
-            self._end_failed(entry, error)
+            self._end_failed(entry, error, callback_context.invocation_id)
 
     # -- tool hooks ------------------------------------------------------
 
@@ -513,7 +521,7 @@ class AdkOtelPlugin(BasePlugin):
             ("tool", tool_context.invocation_id, tool_context.function_call_id)
         )
         if entry is not None:
-            self._end_failed(entry, error)
+            self._end_failed(entry, error, tool_context.invocation_id)
 
     # -- content capture (off by default; see content.py) ---------------
 
@@ -548,11 +556,11 @@ class AdkOtelPlugin(BasePlugin):
 
     # -- shared ----------------------------------------------------------
 
-    def _end_failed(self, entry: Entry, error: BaseException) -> None:
+    def _end_failed(self, entry: Entry, error: BaseException, invocation_id: str) -> None:
         aborted = abort_reason(error)
         if aborted is not None:
             self._ledger.end_entry(entry, Outcome.CANCELLED, None, aborted)
-        elif _is_cancelled():
+        elif _is_cancelled(self._run_for(invocation_id)):
             self._ledger.end_entry(entry, Outcome.CANCELLED, None, "cancelled")
         else:
             self._ledger.end_entry(entry, Outcome.ERROR, error)

@@ -108,3 +108,27 @@ def test_a2a_sdk_spans_are_off_unless_kept(monkeypatch, keep, recorded) -> None:
     assert provider.get_tracer("a2a-python-sdk").start_span("enqueue").is_recording() is recorded
     assert provider.get_tracer("gcp.vertex.agent").start_span("adk").is_recording() is False
     assert provider.get_tracer("httpx").start_span("GET").is_recording()
+
+
+def test_keeping_adk_spans_after_the_default_switches_them_back_on() -> None:
+    provider = TracerProvider()
+    pipeline.resolve_tracer(pipeline.TelemetrySettings(tracer_provider=provider))
+    assert not provider.get_tracer(ADK_SCOPE).start_span("adk").is_recording()
+    pipeline.resolve_tracer(
+        pipeline.TelemetrySettings(tracer_provider=provider, keep_adk_spans=True)
+    )
+    assert provider.get_tracer(ADK_SCOPE).start_span("adk").is_recording()
+
+
+@pytest.mark.parametrize(("env", "expected"), [("false", False), ("true", True), (None, True)])
+def test_an_explicit_setting_wins_over_the_adk_server_default(monkeypatch, env, expected) -> None:
+    """Under ``adk web`` / ``adk api_server`` ADK's spans are kept unless told otherwise."""
+    import sys
+    import types
+
+    monkeypatch.setitem(sys.modules, "google.adk.cli.api_server", types.ModuleType("api_server"))
+    if env is None:
+        monkeypatch.delenv("ADK_OTEL_KEEP_ADK_SPANS", raising=False)
+    else:
+        monkeypatch.setenv("ADK_OTEL_KEEP_ADK_SPANS", env)
+    assert pipeline.keep_adk_spans(None) is expected

@@ -16,7 +16,7 @@ import adk_otel
 from adk_otel.testing.model import Step, call, reply
 
 from .agents import clerk, runner_for
-from .harness import APP, USER, assert_clean, new_session, shape
+from .harness import APP, USER, assert_clean, drive, new_session, shape
 
 INV = f"invocation {APP}"
 
@@ -202,3 +202,23 @@ async def test_abort_signal_is_an_outcome_not_an_error(recorder, caplog):
     rows = shape(recorder)
     assert rows[0] == (0, INV, "UNSET", "cancelled")
     assert "ERROR" not in {row[2] for row in rows}
+
+
+async def test_a_task_that_once_swallowed_a_cancellation_records_later_runs_ok(recorder, caplog):
+    """A worker loop that caught CancelledError without ``uncancel()`` keeps
+    ``cancelling() > 0`` for good; its later successful runs are still OK."""
+    task = asyncio.current_task()
+    assert task is not None
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await asyncio.Event().wait()  # the cancellation lands here and is swallowed
+    assert task.cancelling() == 1
+
+    try:
+        result = await drive(runner_for(clerk(call("lookup", {"sku": "A1"}), reply("ok"))))
+    finally:
+        task.uncancel()
+
+    assert result.error is None
+    assert_clean(recorder, caplog.records)
+    assert {(row[2], row[3]) for row in shape(recorder)} == {("OK", "ok")}

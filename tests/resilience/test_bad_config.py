@@ -50,6 +50,17 @@ CASES = {
     "compression-unknown": ({"OTEL_EXPORTER_OTLP_COMPRESSION": "zip"}, True),
     "exporter-unknown": ({"OTEL_TRACES_EXPORTER": "zipkin"}, True),
     "keep-adk-spans-not-a-boolean": ({"ADK_OTEL_KEEP_ADK_SPANS": "maybe"}, True),
+    # Out of range: the SDK's queue or timers would fail (OverflowError, a dead export thread).
+    "bsp-queue-overflow": ({"OTEL_BSP_MAX_QUEUE_SIZE": "99999999999999999999"}, True),
+    "bsp-delay-huge": ({"OTEL_BSP_SCHEDULE_DELAY": "99999999999999"}, True),
+    "bsp-export-timeout-huge": ({"OTEL_BSP_EXPORT_TIMEOUT": "99999999999999"}, True),
+    "timeout-infinite": ({"OTEL_EXPORTER_OTLP_TIMEOUT": "inf"}, True),
+    "timeout-huge": ({"OTEL_EXPORTER_OTLP_TRACES_TIMEOUT": "1e12"}, True),
+    # Credentials in the endpoint never reach a message.
+    "endpoint-credentials": (
+        {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://user:s3cr3t@localhost:notaport/?key=s3cr3t"},
+        False,
+    ),
 }
 VARIABLES = (
     "OTEL_EXPORTER_OTLP_",
@@ -119,3 +130,55 @@ def test_bad_settings_in_an_application_without_a_provider(receiver):
     assert "s3cr3t" not in result.stderr
     assert result.report["exported"] == result.report["ended"] == 16
     assert len(receiver.wait_for(16, timeout=15)) == 16
+
+
+BLANK = (
+    "OTEL_EXPORTER_OTLP_TIMEOUT",
+    "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT",
+    "OTEL_EXPORTER_OTLP_COMPRESSION",
+    "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION",
+)
+
+
+@pytest.mark.parametrize("name", BLANK)
+def test_a_blank_exporter_variable_is_unset(name, clean_env, receiver, caplog):
+    """``VAR=${UNSET}`` in a compose file: empty means unset, for the SDK's
+    exporter too (which would otherwise fail and turn export off)."""
+    clean_env.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", receiver.http_endpoint)
+    clean_env.setenv(name, "")
+    caplog.set_level(logging.WARNING)
+
+    provider = build_tracer_provider()
+    runner = adk_otel.instrument(agents.runner(agents.sequential()), tracer_provider=provider)
+    asyncio.run(agents.invoke(runner))
+    provider.shutdown()
+
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+    assert len(receiver.wait_for(8, timeout=15)) == 8
+
+
+@pytest.mark.parametrize("protocol", ["http/protobuf", "grpc"])
+def test_a_blank_endpoint_is_the_default_endpoint(protocol, clean_env):
+    from adk_otel.otel_env import otlp_exporter_from_env
+
+    clean_env.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", protocol)
+    clean_env.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "")
+    exporter = otlp_exporter_from_env()
+    assert exporter is not None
+    endpoint = str(exporter._endpoint)
+    assert endpoint.startswith("localhost:4317") or endpoint.startswith("http://localhost:4318")
+    exporter.shutdown()
+
+
+def test_the_loss_summary_names_the_endpoint_without_credentials(clean_env) -> None:
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+    from adk_otel.export import ExportingProcessor, batch_settings
+
+    exporter = OTLPSpanExporter(endpoint="https://user:s3cr3t@collector:4318/v1/traces?key=s3cr3t")
+    processor = ExportingProcessor(exporter, **batch_settings())
+    try:
+        destination = processor._watch.destination  # what every loss message names
+        assert destination == "https://***@collector:4318/v1/traces?***"
+    finally:
+        processor.shutdown()
