@@ -18,6 +18,13 @@ from . import semconv as sc
 Attributes = dict[str, AttributeValue]
 
 
+# What a span of a sampled-out trace gets instead: its layer only (the ledger's
+# bookkeeping reads it), nothing built from ADK objects.
+AGENT_KIND_ONLY: Attributes = {sc.ADK_SPAN_KIND: sc.SpanKind.AGENT.value}
+MODEL_KIND_ONLY: Attributes = {sc.ADK_SPAN_KIND: sc.SpanKind.MODEL.value}
+TOOL_KIND_ONLY: Attributes = {sc.ADK_SPAN_KIND: sc.SpanKind.TOOL.value}
+
+
 def _put(attributes: Attributes, key: str, value: Any) -> None:
     if value is not None and value != "":
         attributes[key] = value

@@ -75,6 +75,9 @@ class Entry:
     """Strong reference to the object this entry is keyed on, so its ``id()``
     cannot be reused by another object while the span is open."""
     ended: bool = False
+    recording: bool = True
+    """Whether the span records (False when its trace was sampled out): then
+    nothing is written to it, only its bookkeeping is kept."""
     updates: int = 0
     """How many intermediate updates (streamed chunks) the span has seen."""
     reported_error: tuple[str, str | None] | None = None
@@ -107,6 +110,11 @@ class Ledger:
 
     def __init__(self, tracer: trace.Tracer) -> None:
         self.tracer = tracer
+        sampler = getattr(tracer, "sampler", None)
+        description = sampler.get_description() if sampler is not None else ""
+        self._follows_parent = "localParentNotSampled:AlwaysOffSampler" in description
+        """Whether a child of an unsampled span is never recorded (the SDK's
+        ParentBased samplers, the default): then its attributes are not built."""
         self._lock = threading.Lock()
         self._open: dict[object, Entry] = {}
         self.failures = 0
@@ -137,7 +145,9 @@ class Ledger:
         span = self.tracer.start_span(
             sanitize.clean(name), context=ctx, kind=kind, attributes=attributes
         )
-        entry = Entry(span=span, key=key, parent=parent, anchor=anchor)
+        entry = Entry(
+            span=span, key=key, parent=parent, anchor=anchor, recording=span.is_recording()
+        )
         with self._lock:
             stale = self._open.get(key)
             self._open[key] = entry
@@ -148,6 +158,11 @@ class Ledger:
             self._finish(stale, Outcome.INCOMPLETE, None, "reopened")
         self._started(entry, attributes or {}, parent_context)
         return entry
+
+    def will_record(self, parent: Entry | None) -> bool:
+        """False when a span under ``parent`` is sure not to be recorded (its
+        trace was sampled out), so building its attributes would be wasted."""
+        return parent is None or parent.recording or not self._follows_parent
 
     def _started(
         self,
@@ -232,7 +247,8 @@ class Ledger:
                     entry.parent.children.remove(entry)
         span = entry.span
         try:
-            self._record_outcome(span, outcome, error, reason, extra, description)
+            if entry.recording:
+                self._record_outcome(span, outcome, error, reason, extra, description)
         except Exception:
             self._failed("recording a span's outcome")
         finally:

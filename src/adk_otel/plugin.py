@@ -350,7 +350,11 @@ class AdkOtelPlugin(BasePlugin):
             parent=parent,
             # A remote agent's span is the client side of a call to another service.
             kind=trace.SpanKind.CLIENT if attrs.is_remote_agent(agent) else trace.SpanKind.INTERNAL,
-            attributes=attrs.agent(agent, callback_context, getattr(ancestor, "name", None)),
+            attributes=(
+                attrs.agent(agent, callback_context, getattr(ancestor, "name", None))
+                if self._ledger.will_record(parent)
+                else attrs.AGENT_KIND_ONLY
+            ),
         )
         # Current while the agent's own code runs (ADK runs this hook in the
         # agent's task and context), so library spans made in its body, such
@@ -431,7 +435,11 @@ class AdkOtelPlugin(BasePlugin):
             f"generate_content {attrs.model_name(llm_request)}",
             parent=parent,
             kind=trace.SpanKind.CLIENT,
-            attributes=attrs.model_request(callback_context, llm_request),
+            attributes=(
+                attrs.model_request(callback_context, llm_request)
+                if self._ledger.will_record(parent)
+                else attrs.MODEL_KIND_ONLY
+            ),
             anchor=actions,
         )
         self._ledger.attach(entry)
@@ -493,7 +501,11 @@ class AdkOtelPlugin(BasePlugin):
             ("tool", tool_context.invocation_id, tool_context.function_call_id),
             f"execute_tool {tool.name}",
             parent=parent,
-            attributes=attrs.tool(tool, tool_context),
+            attributes=(
+                attrs.tool(tool, tool_context)
+                if self._ledger.will_record(parent)
+                else attrs.TOOL_KIND_ONLY
+            ),
         )
         self._ledger.attach(entry)
         if self._content is not None:
