@@ -68,6 +68,7 @@ from .query import (
 )
 from .render import render_normalized, render_tree
 from .trace_model import Forest, SpanRecord
+from .version import __version__
 
 PROG = "adk-otel"
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
@@ -252,7 +253,7 @@ def cmd_tree(args: argparse.Namespace) -> tuple[int, str]:
     records = _read(args.file)
     if args.normalized:
         return EXIT_OK, render_normalized(records)
-    return EXIT_OK, render_tree(records, color=args.color) + "\n"
+    return EXIT_OK, render_tree(records, color=use_colour(args.color)) + "\n"
 
 
 def cmd_check(args: argparse.Namespace) -> tuple[int, str]:
@@ -270,7 +271,8 @@ def cmd_check(args: argparse.Namespace) -> tuple[int, str]:
     lines = [f"adk-otel check: FAILED ({len(failures)} of {checked} expectations, {summary})"]
     lines += [f"  FAIL {failure}" for failure in failures]
     report = "\n".join(lines) + "\n\n" + extra
-    return EXIT_FAILED, report + f"actual trace:\n{render_tree(forest, color=args.color)}\n"
+    tree = render_tree(forest, color=use_colour(args.color))
+    return EXIT_FAILED, report + f"actual trace:\n{tree}\n"
 
 
 def cmd_demo(argv: Sequence[str]) -> int:
@@ -279,19 +281,38 @@ def cmd_demo(argv: Sequence[str]) -> int:
     return int(demo.main(list(argv)) or 0)
 
 
+def use_colour(flag: bool | None) -> bool:
+    """``--color``/``--no-color`` if given; else FORCE_COLOR, NO_COLOR (see
+    no-color.org), then whether stdout is a terminal."""
+    if flag is not None:
+        return flag
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    if os.environ.get("NO_COLOR"):
+        return False
+    return sys.stdout.isatty()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG, description="Look at and check adk-otel traces in OTLP JSON files."
     )
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    colour = {
+        "action": argparse.BooleanOptionalAction,
+        "default": None,
+        "help": "colour the tree (default: on a terminal, unless NO_COLOR is set; "
+        "FORCE_COLOR forces it)",
+    }
     tree = commands.add_parser("tree", help="print the span tree of an OTLP JSON file")
     tree.add_argument("file", metavar="FILE", help="OTLP JSON (JSON Lines) file, or - for stdin")
     tree.add_argument("--normalized", action="store_true", help="print the snapshot form")
-    tree.add_argument("--color", action="store_true", help="colour the output")
+    tree.add_argument("--color", **colour)
     check = commands.add_parser("check", help="check an OTLP JSON file against a YAML spec")
     check.add_argument("file", metavar="FILE", help="OTLP JSON (JSON Lines) file, or - for stdin")
     check.add_argument("--expect", required=True, metavar="SPEC", help="YAML spec to check")
-    check.add_argument("--color", action="store_true", help="colour the printed tree")
+    check.add_argument("--color", **colour)
     commands.add_parser("demo", help="run the demo app (arguments are passed on)")
     return parser
 

@@ -48,6 +48,8 @@ KEEP_A2A_SPANS_ENV = "ADK_OTEL_KEEP_A2A_SPANS"
 _ADK_SERVER_MODULE = "google.adk.cli.api_server"
 _SUPPRESSING = "_adk_otel_suppresses_adk_scope"
 _build_lock = threading.Lock()
+_unswitchable: set[int] = set()
+"""Providers already warned about: their SDK cannot switch a scope off."""
 
 
 @dataclass(frozen=True)
@@ -136,8 +138,9 @@ def suppress_scopes(provider: Any, scopes: frozenset[str]) -> bool:
             default=_TracerConfig.default,
             marker=_SUPPRESSING,
         )
-    if not switched and isinstance(provider, TracerProvider):
-        logger.info(
+    if not switched and isinstance(provider, TracerProvider) and id(provider) not in _unswitchable:
+        _unswitchable.add(id(provider))
+        logger.warning(
             "adk-otel: this opentelemetry-sdk cannot switch ADK's own spans off "
             "(needs >= 1.40); %s will be recorded",
             ", ".join(sorted(scopes)),

@@ -235,3 +235,29 @@ def test_as_a_subprocess(collector_file: Path, tmp_path: Path) -> None:
     assert broken.returncode == 2
     assert broken.stderr == f"adk-otel: error: {bad}: line 2: invalid JSON (Expecting value)\n"
     assert "Traceback" not in broken.stderr
+
+
+def test_version(capsys) -> None:
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out == f"adk-otel {adk_otel.__version__}\n"
+
+
+@pytest.mark.parametrize(
+    ("env", "flag", "coloured"),
+    [
+        ({}, [], False),  # not a terminal
+        ({"FORCE_COLOR": "1"}, [], True),
+        ({"NO_COLOR": "1"}, ["--color"], True),  # an explicit flag wins
+        ({"FORCE_COLOR": "1"}, ["--no-color"], False),
+    ],
+)
+def test_colour_follows_the_terminal_and_the_conventions(
+    capsys, monkeypatch, collector_file, env, flag, coloured
+) -> None:
+    for name in ("FORCE_COLOR", "NO_COLOR"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    code, out, _ = run_cli(capsys, "tree", str(collector_file), *flag)
+    assert code == 0
+    assert ("\x1b[" in out) is coloured
