@@ -306,7 +306,8 @@ class TelemetryLedger(Ledger):
             for totals in self._above(facts):
                 tokens = totals.tokens if totals.tokens is not None else {}
                 for k, v in usage:
-                    tokens[k] = tokens.get(k, 0) + v
+                    total = sc.ROLLUP_USAGE[k]
+                    tokens[total] = tokens.get(total, 0) + v
                 totals.tokens = tokens
         facts.response_model = attributes.get(sc.GEN_AI_RESPONSE_MODEL)
         instruments = self.instruments

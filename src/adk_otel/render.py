@@ -54,6 +54,7 @@ SNAPSHOT_ATTRIBUTES: frozenset[str] = frozenset(
         sc.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS,
         sc.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS,
         sc.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS,
+        *sc.ROLLUP_USAGE.values(),
         sc.GEN_AI_TOOL_NAME,
         sc.GEN_AI_TOOL_TYPE,
         sc.GEN_AI_TOOL_DESCRIPTION,

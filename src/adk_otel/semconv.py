@@ -37,6 +37,14 @@ ADK_MODEL_CALL_COUNT = "adk.model_call.count"
 """Model calls made under an agent or invocation span, AgentTool runs included."""
 ADK_TOOL_CALL_COUNT = "adk.tool_call.count"
 """Tool calls made under an agent or invocation span, AgentTool runs included."""
+ADK_USAGE_INPUT_TOKENS = "adk.usage.input_tokens"
+ADK_USAGE_OUTPUT_TOKENS = "adk.usage.output_tokens"
+ADK_USAGE_CACHE_READ_INPUT_TOKENS = "adk.usage.cache_read.input_tokens"
+ADK_USAGE_CACHE_CREATION_INPUT_TOKENS = "adk.usage.cache_creation.input_tokens"
+ADK_USAGE_REASONING_OUTPUT_TOKENS = "adk.usage.reasoning.output_tokens"
+"""Token totals on agent and invocation spans (every model call under them).
+Not ``gen_ai.usage.*``: backends that sum usage over all spans (Langfuse,
+Phoenix) would count each call again at every level above it."""
 ADK_CONTENT_EVENT = "adk.content"
 """Span event carrying an invocation's or tool call's content in EVENT modes."""
 
@@ -66,6 +74,15 @@ GEN_AI_TOOL_CALL_ARGUMENTS = "gen_ai.tool.call.arguments"
 GEN_AI_TOOL_CALL_RESULT = "gen_ai.tool.call.result"
 GEN_AI_INFERENCE_DETAILS_EVENT = "gen_ai.client.inference.operation.details"
 ERROR_TYPE = "error.type"
+
+ROLLUP_USAGE = {
+    GEN_AI_USAGE_INPUT_TOKENS: ADK_USAGE_INPUT_TOKENS,
+    GEN_AI_USAGE_OUTPUT_TOKENS: ADK_USAGE_OUTPUT_TOKENS,
+    GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: ADK_USAGE_CACHE_READ_INPUT_TOKENS,
+    GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS: ADK_USAGE_CACHE_CREATION_INPUT_TOKENS,
+    GEN_AI_USAGE_REASONING_OUTPUT_TOKENS: ADK_USAGE_REASONING_OUTPUT_TOKENS,
+}
+"""A model call's usage attribute -> the name of its total on the spans above."""
 
 # Across services (A2A semantic conventions)
 A2A_TASK_ID = "a2a.task.id"

@@ -95,8 +95,8 @@ async def test_token_usage_details_come_from_the_final_response_only() -> None:
     assert span.attributes[sc.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS] == 5
     assert span.attributes[sc.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS] == 40
     agent_span = rec.one("invoke_agent clerk")
-    assert agent_span.attributes[sc.GEN_AI_USAGE_INPUT_TOKENS] == 103
-    assert agent_span.attributes[sc.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] == 60
+    assert agent_span.attributes[sc.ADK_USAGE_INPUT_TOKENS] == 103
+    assert agent_span.attributes[sc.ADK_USAGE_CACHE_READ_INPUT_TOKENS] == 60
 
 
 async def test_failed_model_call_reports_no_usage() -> None:
@@ -106,7 +106,7 @@ async def test_failed_model_call_reports_no_usage() -> None:
     assert sc.GEN_AI_USAGE_INPUT_TOKENS not in span.attributes
     agent_span = rec.one("invoke_agent clerk")
     assert agent_span.attributes[sc.ADK_MODEL_CALL_COUNT] == 1
-    assert sc.GEN_AI_USAGE_INPUT_TOKENS not in agent_span.attributes
+    assert sc.ADK_USAGE_INPUT_TOKENS not in agent_span.attributes
 
 
 # -- agent and invocation spans: totals and counts --------------------------------------
@@ -126,8 +126,10 @@ async def test_agent_and_invocation_totals_and_counts() -> None:
     for span in (agent_span, rec.one("invocation shop")):
         assert span.attributes[sc.ADK_MODEL_CALL_COUNT] == 2
         assert span.attributes[sc.ADK_TOOL_CALL_COUNT] == 1
-        assert span.attributes[sc.GEN_AI_USAGE_INPUT_TOKENS] == 24
-        assert span.attributes[sc.GEN_AI_USAGE_OUTPUT_TOKENS] == 14
+        assert span.attributes[sc.ADK_USAGE_INPUT_TOKENS] == 24
+        assert span.attributes[sc.ADK_USAGE_OUTPUT_TOKENS] == 14
+        # Not as gen_ai.usage.*: a backend summing usage over spans would count it twice.
+        assert not any(key.startswith("gen_ai.usage.") for key in span.attributes)
     # Totals belong to agent and invocation spans, not to the calls themselves.
     assert sc.ADK_MODEL_CALL_COUNT not in rec.one("execute_tool lookup").attributes
 
@@ -145,7 +147,7 @@ async def test_workflow_parent_sums_its_sub_agents() -> None:
     pipeline = rec.one("invoke_agent pipeline")
     assert pipeline.attributes[sc.ADK_MODEL_CALL_COUNT] == 3
     assert pipeline.attributes[sc.ADK_TOOL_CALL_COUNT] == 1
-    assert pipeline.attributes[sc.GEN_AI_USAGE_OUTPUT_TOKENS] == 21
+    assert pipeline.attributes[sc.ADK_USAGE_OUTPUT_TOKENS] == 21
     # A workflow agent has no model of its own.
     assert sc.GEN_AI_REQUEST_MODEL not in pipeline.attributes
 
@@ -171,7 +173,7 @@ async def test_agent_tool_runs_roll_up_into_the_caller() -> None:
     for span in (rec.one("invoke_agent clerk"), outer):
         assert span.attributes[sc.ADK_MODEL_CALL_COUNT] == 4
         assert span.attributes[sc.ADK_TOOL_CALL_COUNT] == 2
-        assert span.attributes[sc.GEN_AI_USAGE_INPUT_TOKENS] == 48
+        assert span.attributes[sc.ADK_USAGE_INPUT_TOKENS] == 48
 
 
 async def test_totals_are_written_on_spans_adk_never_closed() -> None:
@@ -189,7 +191,27 @@ async def test_totals_are_written_on_spans_adk_never_closed() -> None:
     # Its own call plus the target's: the target runs as its sub-agent span.
     assert span.attributes[sc.ADK_MODEL_CALL_COUNT] == 2
     assert span.attributes[sc.ADK_TOOL_CALL_COUNT] == 1
-    assert span.attributes[sc.GEN_AI_USAGE_INPUT_TOKENS] == 24
+    assert span.attributes[sc.ADK_USAGE_INPUT_TOKENS] == 24
+
+
+async def test_usage_summed_over_every_span_equals_the_model_calls() -> None:
+    """What Langfuse and Phoenix do with gen_ai.usage.*: add it up over all
+    spans. That sum is the model calls' usage, not a multiple of it."""
+    helper = LlmAgent(
+        name="helper",
+        model=ScriptedModel(script=[call("lookup", {"sku": "C"}), reply("found")]),
+        tools=[lookup],
+    )
+    clerk = LlmAgent(
+        name="clerk",
+        model=ScriptedModel(script=[call("helper", {"request": "C?"}), reply("done")]),
+        tools=[AgentTool(helper)],
+    )
+    rec = await run(SequentialAgent(name="pipeline", sub_agents=[clerk]))
+    everywhere = sum(s.attributes.get(sc.GEN_AI_USAGE_INPUT_TOKENS, 0) for s in rec.spans)
+    model_calls = rec.kind("model")
+    assert len(model_calls) == 4
+    assert everywhere == sum(s.attributes[sc.GEN_AI_USAGE_INPUT_TOKENS] for s in model_calls) == 48
 
 
 # -- tool spans ----------------------------------------------------------------------

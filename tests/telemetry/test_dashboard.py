@@ -52,4 +52,9 @@ def test_dashboard_covers_errors_latency_and_tokens_per_agent_tool_and_run() -> 
     assert "by (span.gen_ai.tool.name" in queries
     assert 'span.adk.outcome = "error"' in queries
     assert "quantile_over_time(duration" in queries
-    assert f"avg_over_time(span.{sc.GEN_AI_USAGE_INPUT_TOKENS})" in queries
+    assert f"avg_over_time(span.{sc.ADK_USAGE_INPUT_TOKENS})" in queries
+    # Run totals are adk.usage.*; gen_ai.usage.* is read from model-call spans only.
+    for target in _targets():
+        query = target.get("query", "")
+        if "gen_ai.usage." in query:
+            assert 'span.adk.span.kind = "model"' in query, query
