@@ -82,7 +82,48 @@ def model_request(callback_context: Any, llm_request: Any) -> Attributes:
     if model is not None and getattr(model, "model", None) != model_str:
         model = None  # a callback switched the model: trust the request
     _put(attributes, sc.GEN_AI_PROVIDER_NAME, provider_name(model, model_str))
+    session = getattr(callback_context, "session", None)
+    _put(attributes, sc.GEN_AI_CONVERSATION_ID, getattr(session, "id", None))
+    if _streams(getattr(callback_context, "run_config", None)):
+        attributes[sc.GEN_AI_REQUEST_STREAM] = True
+    config = getattr(llm_request, "config", None)
+    if config is not None:
+        _request_parameters(attributes, config)
     return attributes
+
+
+# GenerateContentConfig field -> request attribute, with the type the conventions give it.
+_REQUEST_PARAMETERS: tuple[tuple[str, str, type], ...] = (
+    ("temperature", sc.GEN_AI_REQUEST_TEMPERATURE, float),
+    ("max_output_tokens", sc.GEN_AI_REQUEST_MAX_TOKENS, int),
+    ("top_p", sc.GEN_AI_REQUEST_TOP_P, float),
+    ("top_k", sc.GEN_AI_REQUEST_TOP_K, float),
+    ("seed", sc.GEN_AI_REQUEST_SEED, int),
+    ("presence_penalty", sc.GEN_AI_REQUEST_PRESENCE_PENALTY, float),
+    ("frequency_penalty", sc.GEN_AI_REQUEST_FREQUENCY_PENALTY, float),
+    ("candidate_count", sc.GEN_AI_REQUEST_CHOICE_COUNT, int),
+)
+# response_mime_type -> gen_ai.output.type (the registry's values).
+_OUTPUT_TYPES = {"application/json": "json", "text/plain": "text", "text/x.enum": "text"}
+
+
+def _request_parameters(attributes: Attributes, config: Any) -> None:
+    """The request parameters an agent's ``generate_content_config`` set."""
+    for field_name, key, kind in _REQUEST_PARAMETERS:
+        value = getattr(config, field_name, None)
+        if value is not None and (value.__class__ is int or value.__class__ is float):
+            attributes[key] = kind(value)
+    stops = getattr(config, "stop_sequences", None)
+    if stops:
+        attributes[sc.GEN_AI_REQUEST_STOP_SEQUENCES] = tuple(str(s) for s in stops)
+    mime = getattr(config, "response_mime_type", None)
+    if mime:
+        _put(attributes, sc.GEN_AI_OUTPUT_TYPE, _OUTPUT_TYPES.get(str(mime)))
+
+
+def _streams(run_config: Any) -> bool:
+    mode = getattr(run_config, "streaming_mode", None)
+    return mode is not None and getattr(mode, "value", mode) == "sse"
 
 
 def model_response(llm_response: Any) -> Attributes:

@@ -332,3 +332,50 @@ def test_provider_from_optional_model_classes(
     """litellm and anthropic are test dependencies: an import error fails."""
     cls = getattr(importlib.import_module(module), name)
     assert attrs.provider_name(cls(model=model), model) == expected
+
+
+async def test_model_spans_carry_the_request_parameters() -> None:
+    from google.genai import types
+
+    config = types.GenerateContentConfig(
+        temperature=0.25,
+        max_output_tokens=256,
+        top_p=0.9,
+        top_k=40,
+        stop_sequences=["END"],
+        seed=7,
+        presence_penalty=0.1,
+        frequency_penalty=0.2,
+        response_mime_type="application/json",
+    )
+    agent = LlmAgent(
+        name="clerk", model=ScriptedModel(script=[reply("{}")]), generate_content_config=config
+    )
+    rec = await run(agent, streaming=True)
+    span = rec.one("generate_content scripted-model")
+    assert {k: v for k, v in span.attributes.items() if k.startswith("gen_ai.request.")} == {
+        sc.GEN_AI_REQUEST_MODEL: "scripted-model",
+        sc.GEN_AI_REQUEST_TEMPERATURE: 0.25,
+        sc.GEN_AI_REQUEST_MAX_TOKENS: 256,
+        sc.GEN_AI_REQUEST_TOP_P: 0.9,
+        sc.GEN_AI_REQUEST_TOP_K: 40.0,
+        sc.GEN_AI_REQUEST_STOP_SEQUENCES: ("END",),
+        sc.GEN_AI_REQUEST_SEED: 7,
+        sc.GEN_AI_REQUEST_PRESENCE_PENALTY: 0.1,
+        sc.GEN_AI_REQUEST_FREQUENCY_PENALTY: 0.2,
+        sc.GEN_AI_REQUEST_STREAM: True,
+    }
+    assert span.attributes[sc.GEN_AI_OUTPUT_TYPE] == "json"
+    assert (
+        span.attributes[sc.GEN_AI_CONVERSATION_ID]
+        == rec.one("invocation shop").attributes[sc.GEN_AI_CONVERSATION_ID]
+    )
+
+
+async def test_a_plain_request_has_no_parameters_and_no_stream_flag() -> None:
+    rec = await run(LlmAgent(name="clerk", model=ScriptedModel(script=[reply("hi")])))
+    span = rec.one("generate_content scripted-model")
+    assert [k for k in span.attributes if k.startswith("gen_ai.request.")] == [
+        sc.GEN_AI_REQUEST_MODEL
+    ]
+    assert sc.GEN_AI_OUTPUT_TYPE not in span.attributes
