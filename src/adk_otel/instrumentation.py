@@ -66,8 +66,8 @@ def instrument(
     Adds an :class:`AdkOtelPlugin` ahead of the other plugins (so no other
     plugin's early return can hide a hook from it) and, for a Runner, wraps
     that instance's ``run_async`` / ``run_live`` so cancellation and early
-    close end every span. Calling it again is harmless; passing options again
-    reconfigures the existing plugin.
+    close end every span. Calling it again is harmless, even mid-run: options
+    passed again change only those options on the existing plugin.
     """
     plugins = _plugin_list(target)
     if plugins is None:

@@ -109,13 +109,8 @@ class Ledger:
     """Opens spans on a tracer and ends each exactly once."""
 
     def __init__(self, tracer: trace.Tracer) -> None:
-        self.tracer = tracer
-        sampler = getattr(tracer, "sampler", None)
-        description = sampler.get_description() if sampler is not None else ""
-        self._follows_parent = "localParentNotSampled:AlwaysOffSampler" in description
-        """Whether a child of an unsampled span is never recorded (the SDK's
-        ParentBased samplers, the default): then its attributes are not built."""
         self._lock = threading.Lock()
+        self.retarget(tracer)
         self._open: dict[object, Entry] = {}
         self.failures = 0
         """Times recording a span's outcome (or ending it) failed inside
@@ -158,6 +153,15 @@ class Ledger:
             self._finish(stale, Outcome.INCOMPLETE, None, "reopened")
         self._started(entry, attributes or {}, parent_context)
         return entry
+
+    def retarget(self, tracer: trace.Tracer, *_: Any) -> None:
+        """Open later spans on ``tracer``; spans already open stay here."""
+        self.tracer = tracer
+        sampler = getattr(tracer, "sampler", None)
+        description = sampler.get_description() if sampler is not None else ""
+        self._follows_parent = "localParentNotSampled:AlwaysOffSampler" in description
+        """Whether a child of an unsampled span is never recorded (the SDK's
+        ParentBased samplers, the default): then its attributes are not built."""
 
     def will_record(self, parent: Entry | None) -> bool:
         """False when a span under ``parent`` is sure not to be recorded (its

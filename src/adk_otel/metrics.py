@@ -248,6 +248,10 @@ class TelemetryLedger(Ledger):
         self._facts: dict[Entry, _Facts] = {}
         self._tools_by_span: dict[int, Entry] = {}
 
+    def retarget(self, tracer: trace.Tracer, instruments: Instruments | None = None) -> None:
+        super().retarget(tracer)
+        self.instruments = instruments
+
     def will_record(self, parent: Entry | None) -> bool:
         # Metrics count sampled-out operations too, with their full dimensions.
         return self.instruments is not None or super().will_record(parent)

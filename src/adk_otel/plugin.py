@@ -164,15 +164,28 @@ class AdkOtelPlugin(BasePlugin):
         content_max_length: int | None = None,
         redact: Redactor | None = None,
     ) -> None:
-        """Point the plugin at another provider; open spans stay where they are."""
+        """Change the options passed (``None`` keeps an option as it is). Spans
+        already open stay in the same bookkeeping and are ended by their own
+        hooks, whatever provider later spans go to."""
+        settings, content = self._settings, self._content_settings
         self._settings = TelemetrySettings(
-            tracer_provider=tracer_provider,
-            keep_adk_spans=keep_adk_spans,
-            meter_provider=meter_provider,
+            tracer_provider=_given(tracer_provider, settings.tracer_provider),
+            keep_adk_spans=_given(keep_adk_spans, settings.keep_adk_spans),
+            meter_provider=_given(meter_provider, settings.meter_provider),
         )
-        self._content_settings = ContentSettings(capture_content, content_max_length, redact)
-        self._ledger_instance = None
-        self.prepare()
+        self._content_settings = ContentSettings(
+            _given(capture_content, content.capture),
+            _given(content_max_length, content.max_length),
+            _given(redact, content.redact),
+        )
+        ledger = self._ledger_instance
+        if ledger is None:
+            self.prepare()
+            return
+        self._content = resolve_content(self._content_settings)
+        ledger.retarget(
+            resolve_tracer(self._settings), resolve_instruments(self._settings.meter_provider)
+        )
 
     def prepare(self) -> None:
         """Resolve the tracer provider now (``instrument()`` calls this)."""
@@ -596,3 +609,7 @@ class AdkOtelPlugin(BasePlugin):
 
 def _same(value: Any) -> Any:
     return value
+
+
+def _given(value: Any, current: Any) -> Any:
+    return current if value is None else value

@@ -227,3 +227,61 @@ def test_public_names_survive_importing_every_submodule():
         [sys.executable, "-c", f"import importlib; {script}"], capture_output=True, text=True
     )
     assert done.returncode == 0, done.stderr
+
+
+class StockDown(RuntimeError):
+    pass
+
+
+async def test_instrument_again_mid_run_keeps_the_provider_and_the_open_spans() -> None:
+    """Calling instrument() again while a run is in flight (with no options, or
+    with other ones) keeps what was not changed: spans stay on the provider
+    given first, and the in-flight tool still ends ERROR through its own hook."""
+    provider, exporter = memory_provider()
+    started, gate = asyncio.Event(), asyncio.Event()
+
+    async def slow_lookup(sku: str) -> dict:
+        """Stock for a SKU, slowly."""
+        started.set()
+        await gate.wait()
+        raise StockDown(sku)
+
+    agent = LlmAgent(
+        name="clerk",
+        model=ScriptedModel(script=[call("slow_lookup", {"sku": "A1"}), reply("ok")]),
+        tools=[slow_lookup],
+    )
+    runner = adk_otel.instrument(
+        InMemoryRunner(agent=agent, app_name="shop"), tracer_provider=provider
+    )
+    session = await runner.session_service.create_session(app_name="shop", user_id="u")
+
+    async def run() -> None:
+        async for _ in runner.run_async(
+            user_id="u", session_id=session.id, new_message=types.UserContent("go")
+        ):
+            pass
+
+    task = asyncio.create_task(run())
+    await started.wait()
+    adk_otel.instrument(runner)
+    adk_otel.instrument(runner, capture_content=True)
+    gate.set()
+    with pytest.raises(StockDown):
+        await task
+
+    spans = {s.name: s for s in exporter.get_finished_spans()}
+    assert spans["execute_tool slow_lookup"].attributes["adk.outcome"] == "error"
+    assert spans["invocation shop"].attributes["adk.outcome"] == "error"
+    plugin = adk_otel.plugin_of(runner)
+    assert plugin is not None and plugin.open_spans == 0
+    # Later runs still go to the provider given first, now with content captured.
+    exporter.clear()
+    gate.clear()
+    started.clear()
+    agent.model = ScriptedModel(script=[reply("ok")])
+    await run()
+    names = [s.name for s in exporter.get_finished_spans()]
+    assert "invocation shop" in names
+    invocation = next(s for s in exporter.get_finished_spans() if s.name == "invocation shop")
+    assert "gen_ai.input.messages" in invocation.attributes
