@@ -222,3 +222,28 @@ async def test_a_task_that_once_swallowed_a_cancellation_records_later_runs_ok(r
     assert result.error is None
     assert_clean(recorder, caplog.records)
     assert {(row[2], row[3]) for row in shape(recorder)} == {("OK", "ok")}
+
+
+async def test_consumer_closes_early_with_plugin_only(recorder, caplog):
+    """An App with no runner wrapper: ADK reports an early close as a clean
+    completion (after_run fires; its comment: "treated as a clean
+    completion"), so the invocation is OK there. The agent it interrupted gets
+    no after hook and still ends, ``incomplete``; nothing is left open. Only
+    ``instrument(runner)`` can see the close itself (``consumer_closed``)."""
+    app = adk_otel.instrument(
+        App(name=APP, root_agent=clerk(call("lookup", {"sku": "A1"}), reply("done")))
+    )
+    runner = InMemoryRunner(app=app)
+    session_id = await new_session(runner)
+    async with contextlib.aclosing(
+        runner.run_async(user_id=USER, session_id=session_id, new_message=types.UserContent("go"))
+    ) as stream:
+        async for _ in stream:
+            break
+    await recorder.settle(lambda r: r.ended_named(INV))
+
+    assert_clean(recorder, caplog.records)
+    rows = shape(recorder)
+    assert rows[0] == (0, INV, "OK", "ok")
+    assert (1, "invoke_agent clerk", "UNSET", "incomplete") in rows
+    assert adk_otel.plugin_of(app).open_spans == 0
