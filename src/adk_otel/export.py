@@ -14,8 +14,10 @@ from __future__ import annotations
 import collections
 import contextlib
 import logging
+import os
 import threading
 import time
+import weakref
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -248,6 +250,20 @@ class _ExportWatch(SpanExporter):
         return self.exporter.force_flush(timeout_millis)
 
 
+def _forked(ref: weakref.ref[ExportingProcessor]) -> None:
+    """In a forked child: count afresh (what the parent handled is its own)."""
+    processor = ref()
+    if processor is None:
+        return
+    processor._lock = threading.Lock()
+    processor.ended = processor.dropped = 0
+    processor._next_report = 0.0
+    watch = processor._watch
+    watch._lock = threading.Lock()
+    watch.handed = watch.exported = watch.failed = watch.repaired = 0
+    watch.failing, watch.problem, watch._streak = False, "", (0, 0)
+
+
 class ExportingProcessor(BatchSpanProcessor):
     """The SDK's ``BatchSpanProcessor`` (same queue, thread and batching), plus:
 
@@ -288,6 +304,12 @@ class ExportingProcessor(BatchSpanProcessor):
         # each drop be counted as it happens (else: counted at shutdown).
         queue = getattr(getattr(self, "_batch_processor", None), "_queue", None)
         self._queue = queue if isinstance(queue, collections.deque) else None
+        if hasattr(os, "register_at_fork"):
+            # A forked child (gunicorn --preload) starts with an empty queue (the
+            # SDK re-creates it); it must not inherit the parent's counts either,
+            # or it reports as lost spans the parent exported.
+            this = weakref.ref(self)
+            os.register_at_fork(after_in_child=lambda: _forked(this))
 
     @property
     def exporter(self) -> SpanExporter:
