@@ -321,7 +321,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit code."""
     args_list = list(sys.argv[1:] if argv is None else argv)
     if args_list[:1] == ["demo"]:
-        return cmd_demo(args_list[1:])
+        try:
+            return cmd_demo(args_list[1:])
+        except BrokenPipeError:  # `adk-otel demo | head`
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 0
     try:
         args = build_parser().parse_args(args_list)
     except SystemExit as exc:  # --help, or a usage error already printed

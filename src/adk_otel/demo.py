@@ -45,25 +45,31 @@ def charge_card(amount_eur: float) -> dict[str, Any]:
 def build_remote_app(payments_url: str) -> Any:
     """The ``--remote`` demo's ``App``: catalog -> payments, the payments agent
     served by another process over A2A; the item costs more than it accepts."""
-    from google.adk.agents import LlmAgent, SequentialAgent
+    from google.adk.agents import SequentialAgent
     from google.adk.agents.remote_a2a_agent import RemoteA2aAgent
     from google.adk.apps import App
 
-    from .testing.model import ScriptedModel, call, reply
-
-    catalog = LlmAgent(
-        name="catalog",
-        description="Finds items and prices.",
-        model=ScriptedModel(script=[call("lookup_item", {"sku": "MUG-1"}), reply("1999 EUR")]),
-        tools=[lookup_item],
-    )
     payments = RemoteA2aAgent(
         name="payments",
         description="Takes payment (a remote service).",
         agent_card=payments_url + "/.well-known/agent-card.json",
     )
-    pipeline = SequentialAgent(name="checkout", sub_agents=[catalog, payments])
+    pipeline = SequentialAgent(name="checkout", sub_agents=[_catalog("1999 EUR"), payments])
     return App(name=APP_NAME, root_agent=pipeline)
+
+
+def _catalog(price: str) -> Any:
+    """The catalog agent: looks the mug up, answers ``price``."""
+    from google.adk.agents import LlmAgent
+
+    from .testing.model import ScriptedModel, call, reply
+
+    return LlmAgent(
+        name="catalog",
+        description="Finds items and prices.",
+        model=ScriptedModel(script=[call("lookup_item", {"sku": "MUG-1"}), reply(price)]),
+        tools=[lookup_item],
+    )
 
 
 def build_app() -> Any:
@@ -73,12 +79,6 @@ def build_app() -> Any:
 
     from .testing.model import ScriptedModel, call, reply
 
-    catalog = LlmAgent(
-        name="catalog",
-        description="Finds items and prices.",
-        model=ScriptedModel(script=[call("lookup_item", {"sku": "MUG-1"}), reply("19.90 EUR")]),
-        tools=[lookup_item],
-    )
     payments = LlmAgent(
         name="payments",
         description="Takes payment.",
@@ -90,7 +90,9 @@ def build_app() -> Any:
         description="Confirms the order.",
         model=ScriptedModel(script=[reply("order confirmed")]),
     )
-    pipeline = SequentialAgent(name="checkout", sub_agents=[catalog, payments, notifier])
+    pipeline = SequentialAgent(
+        name="checkout", sub_agents=[_catalog("19.90 EUR"), payments, notifier]
+    )
     return App(name=APP_NAME, root_agent=pipeline)
 
 

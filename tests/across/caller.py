@@ -29,7 +29,7 @@ from google.adk.agents import SequentialAgent  # noqa: E402
 from google.adk.agents.remote_a2a_agent import RemoteA2aAgent  # noqa: E402
 from google.adk.runners import InMemoryRunner  # noqa: E402
 from google.genai import types  # noqa: E402
-from opentelemetry import trace  # noqa: E402
+from report import after_run  # noqa: E402
 
 import adk_otel  # noqa: E402
 import adk_otel.a2a  # noqa: E402
@@ -68,10 +68,7 @@ async def main(
             report["texts"].extend(texts)  # type: ignore[union-attr]
     except Exception as exc:
         report["error"] = f"{type(exc).__name__}: {exc}"
-    plugin = adk_otel.plugin_of(runner)
-    report["open_spans"] = plugin.open_spans if plugin else None
-    report["internal_errors"] = plugin.internal_errors if plugin else None
-    report["current_span_left"] = trace.get_current_span().get_span_context().is_valid
+    after_run(runner, report)
     await runner.close()
     return report
 

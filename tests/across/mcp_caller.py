@@ -23,7 +23,7 @@ from google.adk.tools.mcp_tool.mcp_session_manager import (  # noqa: E402
 )
 from google.adk.tools.mcp_tool.mcp_toolset import McpToolset  # noqa: E402
 from google.genai import types  # noqa: E402
-from opentelemetry import trace  # noqa: E402
+from report import after_run  # noqa: E402
 
 import adk_otel  # noqa: E402
 from adk_otel.testing.model import ScriptedModel, call, reply  # noqa: E402
@@ -46,10 +46,7 @@ async def main(url: str, sku: str) -> dict[str, object]:
             pass
     except Exception as exc:
         report["error"] = f"{type(exc).__name__}: {exc}"
-    plugin = adk_otel.plugin_of(runner)
-    report["open_spans"] = plugin.open_spans if plugin else None
-    report["internal_errors"] = plugin.internal_errors if plugin else None
-    report["current_span_left"] = trace.get_current_span().get_span_context().is_valid
+    after_run(runner, report)
     await tools.close()
     await runner.close()
     return report

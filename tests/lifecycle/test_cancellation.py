@@ -169,20 +169,6 @@ async def test_abort_signal_is_an_outcome_not_an_error(recorder, caplog):
     )
     runner = runner_for(agent)
     session_id = await new_session(runner)
-    if not HAS_ABORT_SIGNAL:
-        # Older ADK (2.5) has no abort_signal: the call fails as ADK fails it,
-        # through the instrumented runner unchanged, with nothing opened.
-        with pytest.raises(TypeError, match="abort_signal"):
-            async for _ in runner.run_async(
-                user_id=USER,
-                session_id=session_id,
-                new_message=types.UserContent("go"),
-                abort_signal=abort,
-            ):
-                pass
-        assert_clean(recorder, caplog.records)
-        assert shape(recorder) == []
-        return
 
     async def run() -> None:
         async for _ in runner.run_async(
@@ -192,6 +178,15 @@ async def test_abort_signal_is_an_outcome_not_an_error(recorder, caplog):
             abort_signal=abort,
         ):
             pass
+
+    if not HAS_ABORT_SIGNAL:
+        # Older ADK (2.5) has no abort_signal: the call fails as ADK fails it,
+        # through the instrumented runner unchanged, with nothing opened.
+        with pytest.raises(TypeError, match="abort_signal"):
+            await run()
+        assert_clean(recorder, caplog.records)
+        assert shape(recorder) == []
+        return
 
     task = asyncio.create_task(run())
     await started.wait()

@@ -152,19 +152,23 @@ async def test_workflow_parent_sums_its_sub_agents() -> None:
     assert sc.GEN_AI_REQUEST_MODEL not in pipeline.attributes
 
 
-async def test_agent_tool_runs_roll_up_into_the_caller() -> None:
+def clerk_with_helper() -> LlmAgent:
+    """A clerk whose tool is a helper agent (AgentTool) that calls lookup."""
     helper = LlmAgent(
         name="helper",
         description="Looks things up.",
         model=ScriptedModel(script=[call("lookup", {"sku": "C"}), reply("found")]),
         tools=[lookup],
     )
-    clerk = LlmAgent(
+    return LlmAgent(
         name="clerk",
         model=ScriptedModel(script=[call("helper", {"request": "C?"}), reply("done")]),
         tools=[AgentTool(helper)],
     )
-    rec = await run(clerk)
+
+
+async def test_agent_tool_runs_roll_up_into_the_caller() -> None:
+    rec = await run(clerk_with_helper())
     nested, outer = sorted(rec.kind("invocation"), key=lambda s: s.end_time or 0)
     assert nested.attributes[sc.ADK_MODEL_CALL_COUNT] == 2
     assert rec.one("invoke_agent helper").attributes[sc.ADK_TOOL_CALL_COUNT] == 1
@@ -197,17 +201,7 @@ async def test_totals_are_written_on_spans_adk_never_closed() -> None:
 async def test_usage_summed_over_every_span_equals_the_model_calls() -> None:
     """What Langfuse and Phoenix do with gen_ai.usage.*: add it up over all
     spans. That sum is the model calls' usage, not a multiple of it."""
-    helper = LlmAgent(
-        name="helper",
-        model=ScriptedModel(script=[call("lookup", {"sku": "C"}), reply("found")]),
-        tools=[lookup],
-    )
-    clerk = LlmAgent(
-        name="clerk",
-        model=ScriptedModel(script=[call("helper", {"request": "C?"}), reply("done")]),
-        tools=[AgentTool(helper)],
-    )
-    rec = await run(SequentialAgent(name="pipeline", sub_agents=[clerk]))
+    rec = await run(SequentialAgent(name="pipeline", sub_agents=[clerk_with_helper()]))
     everywhere = sum(s.attributes.get(sc.GEN_AI_USAGE_INPUT_TOKENS, 0) for s in rec.spans)
     model_calls = rec.kind("model")
     assert len(model_calls) == 4
