@@ -51,7 +51,7 @@ def test_the_runner_wrapper_is_a_wrapt_wrapper_on_the_instance_only():
     runner = InMemoryRunner(agent=LlmAgent(name="a", model=ScriptedModel(script=[reply("x")])))
     original = runner.run_async
 
-    adk_otel.instrument(runner)
+    adk_otel.instrument(runner, tracer_provider=TracerProvider())  # not a global OTLP one
     wrapped = runner.run_async
     assert isinstance(wrapped, wrapt.FunctionWrapper)
     assert wrapped.__wrapped__ == original
