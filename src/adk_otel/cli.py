@@ -57,6 +57,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from . import sanitize
 from .otlp_json import OtlpJsonError, loads_spans, read_spans
 from .query import (
     SpanQuery,
@@ -100,6 +101,24 @@ class UsageError(Exception):
 # -- the spec ------------------------------------------------------------------
 
 
+def _spec_loader() -> Any:
+    """YAML's safe loader without aliases: a spec never needs them, and an
+    alias can refer to itself or expand exponentially (a 600-byte "billion
+    laughs" file takes minutes and gigabytes)."""
+    import yaml
+
+    class SpecLoader(yaml.SafeLoader):
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            if self.check_event(yaml.AliasEvent):
+                event = self.peek_event()
+                raise yaml.composer.ComposerError(
+                    None, None, "aliases (*name) are not allowed in a spec", event.start_mark
+                )
+            return super().compose_node(parent, index)
+
+    return SpecLoader
+
+
 def load_spec(path: Path) -> dict[str, Any]:
     import yaml
 
@@ -110,7 +129,7 @@ def load_spec(path: Path) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"{path}: cannot read the spec ({exc})") from None
     try:
-        spec = yaml.safe_load(text)
+        spec = yaml.load(text, Loader=_spec_loader())
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
@@ -335,8 +354,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (UsageError, OtlpJsonError, SpecError, OSError) as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except RecursionError:
+        print(f"{PROG}: error: the input is nested too deeply to process", file=sys.stderr)
+        return EXIT_BAD_INPUT
     try:
-        sys.stdout.write(output)
+        # A span name or value read from a file can hold a lone surrogate: escaped, not fatal.
+        sys.stdout.write(sanitize.utf8(output))
         sys.stdout.flush()
     except BrokenPipeError:  # `adk-otel tree ... | head`: the reader has enough
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -19,6 +19,7 @@ import base64
 import binascii
 import dataclasses
 import json
+import re
 import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -280,10 +281,22 @@ def _int64(value: Any, at: str) -> int:
     if value is None:
         return 0
     if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        return int(value)
-    raise _Invalid(f"{at} must be an integer (as a string); got {value!r}")
+        number = value
+    elif isinstance(value, str) and _INT64.fullmatch(value.strip()):
+        number = int(value)
+    else:
+        raise _Invalid(f"{at} must be an integer (as a string); got {_short(value)}")
+    if not -(2**63) <= number < 2**64:
+        raise _Invalid(f"{at} is out of the 64-bit range; got {_short(value)}")
+    return number
+
+
+_INT64 = re.compile(r"-?[0-9]{1,20}")
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _enum(value: Any, names: tuple[str, ...], prefix: str, at: str) -> str:

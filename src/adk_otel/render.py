@@ -148,20 +148,25 @@ def _draw(forest: Forest, label: Any, details: Any = None, trace_label: Any = No
 def _draw_node(
     node: SpanNode, first: str, rest: str, label: Any, details: Any, lines: list[str]
 ) -> None:
-    lines.append(first + label(node))
-    if details is not None:
-        bar = "│  " if node.children else "   "
-        lines.extend(f"{rest}{bar}  {detail}" for detail in details(node))
-    for i, child in enumerate(node.children):
-        last = i == len(node.children) - 1
-        _draw_node(
-            child,
-            rest + ("└─ " if last else "├─ "),
-            rest + ("   " if last else "│  "),
-            label,
-            details,
-            lines,
-        )
+    """``node`` and its descendants, drawn depth first without recursion (a
+    trace may nest deeper than Python's recursion limit)."""
+    stack: list[tuple[SpanNode, str, str]] = [(node, first, rest)]
+    while stack:
+        current, head, indent = stack.pop()
+        lines.append(head + label(current))
+        if details is not None:
+            bar = "│  " if current.children else "   "
+            lines.extend(f"{indent}{bar}  {detail}" for detail in details(current))
+        last_index = len(current.children) - 1
+        for i in range(last_index, -1, -1):
+            last = i == last_index
+            stack.append(
+                (
+                    current.children[i],
+                    indent + ("└─ " if last else "├─ "),
+                    indent + ("   " if last else "│  "),
+                )
+            )
 
 
 def render_tree(spans: Forest | Iterable[Any], *, color: bool = False) -> str:

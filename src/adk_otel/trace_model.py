@@ -238,10 +238,13 @@ class SpanNode:
     orphan: bool = False
 
     def walk(self, depth: int = 0) -> Iterator[tuple[SpanNode, int]]:
-        """This node and its descendants, depth first, with their depth."""
-        yield self, depth
-        for child in self.children:
-            yield from child.walk(depth + 1)
+        """This node and its descendants, depth first, with their depth.
+        Iterative: a trace may nest deeper than Python's recursion limit."""
+        stack: list[tuple[SpanNode, int]] = [(self, depth)]
+        while stack:
+            node, level = stack.pop()
+            yield node, level
+            stack.extend((child, level + 1) for child in reversed(node.children))
 
     def path(self) -> list[SpanNode]:
         """Root-to-this chain of nodes."""

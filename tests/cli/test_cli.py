@@ -34,6 +34,11 @@ def write(tmp_path: Path, name: str, text: str) -> Path:
     return path
 
 
+def _one_span(field: str) -> str:
+    span = '{"traceId": "' + "a" * 32 + '", "spanId": "' + "b" * 16 + '", "name": "x", ' + field
+    return '{"resourceSpans": [{"scopeSpans": [{"spans": [' + span + "}]}]}]}\n"
+
+
 def test_tree_of_a_collector_file(capsys, collector_file: Path) -> None:
     assert run_cli(capsys, "tree", str(collector_file)) == (0, SHOP_TREE, "")
 
@@ -135,6 +140,11 @@ def test_parent_and_under_take_selector_mappings(capsys, tmp_path, collector_fil
 
 
 BAD_SPECS = [
+    ("tree: &a\n  name: x\n  children:\n    - *a\n", "aliases (*name) are not allowed"),
+    (
+        "tree:\n  name: x\n  children: &b [{name: y}]\nspans: *b\n",
+        "aliases (*name) are not allowed",
+    ),
     ("spans: " + "[" * 100_000 + "]" * 100_000 + "\n", "nested too deeply to be a spec"),
     ("trace: 1\n", "unknown key 'trace' (did you mean 'traces'?); allowed: traces, allow_unended"),
     ("spans:\n  - tol: lookup\n", "spans[0]: unknown key 'tol' (did you mean 'tool'?)"),
@@ -174,11 +184,32 @@ def test_bad_specs_exit_2_with_one_line(
         ('{"spans": []}\n', 'line 1: not OTLP JSON traces (no "resourceSpans"; keys: spans)'),
         ("[" * 100_000 + "]" * 100_000, "nested too deeply to be OTLP JSON"),
         (
+            _one_span('"startTimeUnixNano": "--5"'),
+            "line 1: not valid OTLP JSON (resourceSpans[0].scopeSpans[0].spans[0]."
+            "startTimeUnixNano must be an integer (as a string); got '--5')",
+        ),
+        (
+            _one_span('"startTimeUnixNano": "' + "9" * 5000 + '"'),
+            "line 1: not valid OTLP JSON (resourceSpans[0].scopeSpans[0].spans[0]."
+            "startTimeUnixNano must be an integer (as a string); got '9999999999999999999"
+            "99999999999999999...)",
+        ),
+        (
             '{"resourceSpans": []}\n' + "[" * 100_000 + "]" * 100_000 + "\n",
             "line 2: nested too deeply to be OTLP JSON",
         ),
     ],
-    ids=["missing", "empty", "metrics", "not-json", "not-traces", "deep", "deep-line"],
+    ids=[
+        "missing",
+        "empty",
+        "metrics",
+        "not-json",
+        "not-traces",
+        "deep",
+        "deep-line",
+        "bad-timestamp",
+        "huge-timestamp",
+    ],
 )
 def test_bad_trace_files_exit_2_with_one_line(
     capsys, tmp_path, shop_spec, content, message
@@ -261,3 +292,36 @@ def test_colour_follows_the_terminal_and_the_conventions(
     code, out, _ = run_cli(capsys, "tree", str(collector_file), *flag)
     assert code == 0
     assert ("\x1b[" in out) is coloured
+
+
+def test_a_trace_deeper_than_the_recursion_limit_is_drawn(capsys, tmp_path) -> None:
+    import json
+
+    spans = [
+        {
+            "traceId": "a" * 32,
+            "spanId": f"{i + 1:016x}",
+            **({"parentSpanId": f"{i:016x}"} if i else {}),
+            "name": f"s{i}",
+            "startTimeUnixNano": str(i),
+            "endTimeUnixNano": str(i + 1),
+        }
+        for i in range(3000)
+    ]
+    path = write(
+        tmp_path, "deep.json", json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]})
+    )
+    code, out, _ = run_cli(capsys, "tree", str(path))
+    assert code == 0
+    lines = out.splitlines()
+    assert len(lines) == 3000 and lines[-1].lstrip(" └─").startswith("s2999")
+
+
+def test_a_lone_surrogate_in_a_span_name_is_printed_readably(capsys, tmp_path) -> None:
+    path = write(
+        tmp_path, "odd.json", _one_span('"name": "report-\\udcff.csv"').replace('"name": "x", ', "")
+    )
+    code, out, _ = run_cli(capsys, "tree", str(path))
+    assert code == 0
+    out.encode("utf-8")  # printable as UTF-8
+    assert "report-\\udcff.csv" in out, "the odd character shown as its escape"
