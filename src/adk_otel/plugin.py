@@ -14,9 +14,11 @@ its run (a stack, for loop iterations and retries), a model call by the
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import itertools
 import logging
+import weakref
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
@@ -149,8 +151,9 @@ class AdkOtelPlugin(BasePlugin):
         self._keys = itertools.count()
         # Agent spans opened with no run in sight (plugin added mid-run).
         self._orphans: dict[tuple[str, str], Entry] = {}
-        # Root agents whose remote agents already carry the trace (see a2a.py).
-        self._propagating: dict[int, Any] = {}
+        # Root agents whose remote agents already carry the trace (see a2a.py);
+        # weak, so agents built per request are not kept alive.
+        self._propagating: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
 
     # -- configuration ---------------------------------------------------
 
@@ -306,8 +309,9 @@ class AdkOtelPlugin(BasePlugin):
     def before_run_callback(self, *, invocation_context: Any) -> None:
         run = self._open_run(invocation_context)
         root = getattr(invocation_context, "agent", None)
-        if root is not None and id(root) not in self._propagating:
-            self._propagating[id(root)] = root
+        if root is not None and self._propagating.get(id(root)) is not root:
+            with contextlib.suppress(TypeError):  # an agent without weak references
+                self._propagating[id(root)] = root
             a2a.propagate_from(attrs.remote_agents(root))
         if self._content is not None:
             self._capture(
