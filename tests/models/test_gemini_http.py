@@ -17,17 +17,15 @@ from google.adk.agents.run_config import RunConfig, StreamingMode
 from google.adk.models.google_llm import Gemini
 from google.adk.runners import InMemoryRunner
 from google.genai import types
-from opentelemetry.instrumentation.aiohttp_client import AioHttpClientInstrumentor
 from opentelemetry.metrics import NoOpMeterProvider
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.trace import StatusCode
 
 import adk_otel
 from adk_otel import semconv as sc
 
-from .gemini_server import MODEL_VERSION, gemini_server
+from .api_servers import MODEL_VERSION, api_server
+from .conftest import http_attribute, http_children, model_span
 
 
 @pytest.fixture
@@ -35,21 +33,8 @@ def server(monkeypatch) -> Iterator[tuple[str, list[dict[str, Any]]]]:
     monkeypatch.setenv("GOOGLE_API_KEY", "test-key")  # never sent anywhere but loopback
     for name in ("GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GENAI_USE_ENTERPRISE"):
         monkeypatch.delenv(name, raising=False)
-    with gemini_server() as found:
+    with api_server("gemini") as found:
         yield found
-
-
-@pytest.fixture
-def traced() -> Iterator[tuple[TracerProvider, InMemorySpanExporter]]:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    instrumentor = AioHttpClientInstrumentor()
-    instrumentor.instrument(tracer_provider=provider)
-    try:
-        yield provider, exporter
-    finally:
-        instrumentor.uninstrument()
 
 
 async def run_gemini(
@@ -80,29 +65,6 @@ async def run_gemini(
     except Exception as exc:
         return exc
     return None
-
-
-def model_span(exporter: InMemorySpanExporter) -> ReadableSpan:
-    (span,) = [s for s in exporter.get_finished_spans() if s.name.startswith("generate_content")]
-    return span
-
-
-def http_children(exporter: InMemorySpanExporter, parent: ReadableSpan) -> list[ReadableSpan]:
-    return [
-        s
-        for s in exporter.get_finished_spans()
-        if s.parent is not None
-        and s.parent.span_id == parent.context.span_id
-        and s.instrumentation_scope is not None
-        and "aiohttp" in s.instrumentation_scope.name
-    ]
-
-
-def http_attribute(span: ReadableSpan, current: str, legacy: str) -> Any:
-    """An HTTP attribute under its current name, or the older one the
-    instrumentation still writes by default (OTEL_SEMCONV_STABILITY_OPT_IN)."""
-    attributes = span.attributes or {}
-    return attributes.get(current, attributes.get(legacy))
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["generateContent", "streamGenerateContent"])

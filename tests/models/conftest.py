@@ -1,0 +1,59 @@
+"""Real model clients against local API servers: nothing leaves the machine."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+# LiteLLM fetches its model price map from the network at import unless told not to.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+
+@pytest.fixture
+def traced() -> Iterator[tuple[TracerProvider, InMemorySpanExporter]]:
+    """A provider whose spans land in memory, with the HTTP clients the model
+    SDKs use (aiohttp for google-genai, httpx for openai/litellm and anthropic)
+    instrumented on it for the test's length."""
+    from opentelemetry.instrumentation.aiohttp_client import AioHttpClientInstrumentor
+    from opentelemetry.instrumentation.httpx import HTTPXClientInstrumentor
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    instrumentors = [AioHttpClientInstrumentor(), HTTPXClientInstrumentor()]
+    for instrumentor in instrumentors:
+        instrumentor.instrument(tracer_provider=provider)
+    try:
+        yield provider, exporter
+    finally:
+        for instrumentor in instrumentors:
+            instrumentor.uninstrument()
+
+
+def model_span(exporter: InMemorySpanExporter) -> ReadableSpan:
+    (span,) = [s for s in exporter.get_finished_spans() if s.name.startswith("generate_content")]
+    return span
+
+
+def http_children(exporter: InMemorySpanExporter, parent: ReadableSpan) -> list[ReadableSpan]:
+    """The HTTP client spans made during the model call, as its children."""
+    return [
+        s
+        for s in exporter.get_finished_spans()
+        if s.parent is not None
+        and s.parent.span_id == parent.context.span_id
+        and s.instrumentation_scope is not None
+        and ("aiohttp" in s.instrumentation_scope.name or "httpx" in s.instrumentation_scope.name)
+    ]
+
+
+def http_attribute(span: ReadableSpan, current: str, legacy: str) -> object:
+    """An HTTP attribute under its current name, or the older one the
+    instrumentations still write by default (OTEL_SEMCONV_STABILITY_OPT_IN)."""
+    attributes = span.attributes or {}
+    return attributes.get(current, attributes.get(legacy))
