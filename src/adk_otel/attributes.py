@@ -205,9 +205,9 @@ def mcp_tool_error(tool_obj: Any, result: Any) -> str | None:
     if not (result.get("isError") or result.get("is_error")):
         return None
     texts = [
-        item.get("text")
+        text
         for item in result.get("content") or ()
-        if isinstance(item, dict) and isinstance(item.get("text"), str)
+        if isinstance(item, dict) and isinstance(text := item.get("text"), str)
     ]
     return " ".join(texts) or "MCP tool returned an error"
 

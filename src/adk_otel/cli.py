@@ -110,7 +110,7 @@ def _spec_loader() -> Any:
     class SpecLoader(yaml.SafeLoader):
         def compose_node(self, parent: Any, index: Any) -> Any:
             if self.check_event(yaml.AliasEvent):
-                event = self.peek_event()
+                event = self.peek_event()  # type: ignore[no-untyped-call]
                 raise yaml.composer.ComposerError(
                     None, None, "aliases (*name) are not allowed in a spec", event.start_mark
                 )
@@ -312,26 +312,30 @@ def use_colour(flag: bool | None) -> bool:
     return sys.stdout.isatty()
 
 
+def _colour_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--color",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="colour the tree (default: on a terminal, unless NO_COLOR is set; "
+        "FORCE_COLOR forces it)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG, description="Look at and check adk-otel traces in OTLP JSON files."
     )
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    colour = {
-        "action": argparse.BooleanOptionalAction,
-        "default": None,
-        "help": "colour the tree (default: on a terminal, unless NO_COLOR is set; "
-        "FORCE_COLOR forces it)",
-    }
     tree = commands.add_parser("tree", help="print the span tree of an OTLP JSON file")
     tree.add_argument("file", metavar="FILE", help="OTLP JSON (JSON Lines) file, or - for stdin")
     tree.add_argument("--normalized", action="store_true", help="print the snapshot form")
-    tree.add_argument("--color", **colour)
+    _colour_flag(tree)
     check = commands.add_parser("check", help="check an OTLP JSON file against a YAML spec")
     check.add_argument("file", metavar="FILE", help="OTLP JSON (JSON Lines) file, or - for stdin")
     check.add_argument("--expect", required=True, metavar="SPEC", help="YAML spec to check")
-    check.add_argument("--color", **colour)
+    _colour_flag(check)
     commands.add_parser("demo", help="run the demo app (arguments are passed on)")
     return parser
 

@@ -122,13 +122,13 @@ class ContentCapture:
         text = payload if isinstance(payload, str) else to_json(payload)
         if self.redact is not None:
             try:
-                text = self.redact(key, text)
+                redacted = self.redact(key, text)
             except Exception:
                 _warn_once("adk-otel: the redact hook failed on %s; the value is dropped", key)
                 return None
-            if text is None:
+            if redacted is None:
                 return None
-            text = str(text)
+            text = str(redacted)
         return sanitize.utf8(truncate(text, self.max_length))
 
     def record(self, ledger: Any, entry: Any, key: str, payload: Any, event_name: str) -> None:

@@ -103,7 +103,7 @@ class _Muting(logging.Filter):
         watch = getattr(self._local, "watch", False)
         if watch is False or record.levelno < logging.WARNING:
             return True
-        if watch is not None:
+        if isinstance(watch, _ExportWatch):
             watch.trouble(record)
         return False
 
@@ -389,7 +389,7 @@ class ExportingProcessor(BatchSpanProcessor):
                 timer.daemon = True
                 with contextlib.suppress(RuntimeError):
                     timer.start()
-                super().shutdown()
+                super().shutdown()  # type: ignore[no-untyped-call]
                 timer.cancel()
         finally:
             watch.abort()

@@ -305,7 +305,7 @@ class TelemetryLedger(Ledger):
         facts = self._facts.get(entry)
         if facts is None:
             return
-        usage = [(k, int(attributes[k])) for k in _USAGE_KEYS if k in attributes]  # type: ignore[call-overload]
+        usage = [(k, v) for k in _USAGE_KEYS if isinstance(v := attributes.get(k), int)]
         if usage:
             for totals in self._above(facts):
                 tokens = totals.tokens if totals.tokens is not None else {}

@@ -90,7 +90,7 @@ def attribute(value: AttributeValue) -> AttributeValue:
     if isinstance(value, str):
         return clean(value)
     if isinstance(value, list | tuple):
-        return [clean(v) if isinstance(v, str) else v for v in value]  # type: ignore[return-value]
+        return [clean(v) if isinstance(v, str) else v for v in value]
     return value
 
 

@@ -23,9 +23,9 @@ from .sanitize import utf8
 def _text_ok(value: object) -> bool:
     if value.__class__ is not str:
         return True
-    if value.isascii():  # type: ignore[attr-defined]
+    if value.isascii():
         return True
-    return utf8(value) is value  # type: ignore[arg-type]
+    return utf8(value) is value
 
 
 def _attributes_ok(attributes: Mapping[str, Any] | None) -> bool:

@@ -44,7 +44,7 @@ class OpenSpanTracker(SpanProcessor):
     @staticmethod
     def _key(span: ReadableSpan) -> tuple[int, int]:
         context = span.get_span_context()
-        return (context.trace_id, context.span_id)
+        return (context.trace_id, context.span_id) if context is not None else (0, 0)
 
     def on_start(self, span: Span, parent_context: Any = None) -> None:
         with self._lock:

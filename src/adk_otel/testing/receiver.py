@@ -87,7 +87,7 @@ class OtlpReceiver:
         self._closing = False
         self._executor = ThreadPoolExecutor(max_workers=8, thread_name_prefix="otlp-grpc")
         server = grpc.server(self._executor)
-        add_TraceServiceServicer_to_server(_Servicer(self), server)
+        add_TraceServiceServicer_to_server(_Servicer(self), server)  # type: ignore[no-untyped-call]
         grpc_port = server.add_insecure_port(f"{host}:0")
         server.start()
         self._grpc_server = server
