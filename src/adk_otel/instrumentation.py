@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any, TypeVar
 
 from opentelemetry import trace
 
+from . import coexistence
 from . import runner as runner_wrapper
 from .content import Redactor
 from .plugin import AdkOtelPlugin
+
+logger = logging.getLogger(__name__)
 
 Target = TypeVar("Target")
 
@@ -72,6 +76,9 @@ def instrument(
     plugins = _plugin_list(target)
     if plugins is None:
         raise _reject(target)
+    if coexistence.disabled():
+        logger.info("adk-otel: not instrumenting: %s lists adk_otel", coexistence.DISABLED_ENV)
+        return target
     existing = next((p for p in plugins if isinstance(p, AdkOtelPlugin)), None)
     options = {
         "tracer_provider": tracer_provider,

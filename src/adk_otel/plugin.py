@@ -27,7 +27,7 @@ from google.adk.plugins.base_plugin import BasePlugin
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 
-from . import a2a, sanitize
+from . import a2a, coexistence, sanitize
 from . import attributes as attrs
 from . import semconv as sc
 from .aborts import abort_reason
@@ -131,6 +131,7 @@ class AdkOtelPlugin(BasePlugin):
     ) -> None:
         super().__init__(name=name)
         self._hook_failures = 0
+        self._looked_around = False
         self._settings = TelemetrySettings(
             tracer_provider=tracer_provider,
             keep_adk_spans=keep_adk_spans,
@@ -307,6 +308,10 @@ class AdkOtelPlugin(BasePlugin):
 
     @_never_raises
     def before_run_callback(self, *, invocation_context: Any) -> None:
+        if not self._looked_around:
+            # At the first run every instrumentation the application set up is in place.
+            self._looked_around = True
+            coexistence.warn_about_others()
         run = self._open_run(invocation_context)
         root = getattr(invocation_context, "agent", None)
         if root is not None and self._propagating.get(id(root)) is not root:
