@@ -149,6 +149,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     memory = InMemorySpanExporter()
     provider.add_span_processor(SimpleSpanProcessor(memory))
     if args.remote:
+        try:
+            import a2a.client  # noqa: F401 - the A2A SDK, for RemoteA2aAgent and to_a2a
+        except ImportError:
+            print("adk-otel demo --remote needs the A2A SDK: pip install 'adk-otel[a2a]'")
+            return 2
         return _run_remote(provider, memory, args.json, endpoint)
     app = adk_otel.instrument(build_app(), tracer_provider=provider)
 

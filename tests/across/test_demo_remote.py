@@ -33,3 +33,15 @@ def test_the_remote_demo_prints_and_writes_one_trace(tmp_path: Path) -> None:
     assert charge.status_code == "ERROR"
     (client,) = [s for s in spans if s.kind == "CLIENT" and s.name == "invoke_agent payments"]
     assert client.status_code == "ERROR" and client.attributes["a2a.task.state"] == "failed"
+
+
+def test_without_the_a2a_sdk_the_remote_demo_says_what_to_install() -> None:
+    # A None entry in sys.modules makes the import fail, as an absent package does.
+    code = (
+        "import sys; sys.modules['a2a'] = None; sys.modules['a2a.client'] = None\n"
+        "from adk_otel.cli import main; sys.exit(main(['demo', '--remote']))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert "pip install 'adk-otel[a2a]'" in done.stdout
+    assert "Traceback" not in done.stderr
