@@ -14,6 +14,7 @@ its run (a stack, for loop iterations and retries), a model call by the
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import functools
 import itertools
@@ -206,6 +207,7 @@ class AdkOtelPlugin(BasePlugin):
                 resolve_tracer(self._settings),
                 resolve_instruments(self._settings.meter_provider),
             )
+            _end_at_exit(self)
         return ledger
 
     @property
@@ -614,6 +616,32 @@ class AdkOtelPlugin(BasePlugin):
             self._orphans.clear()
         except Exception:
             logger.warning("adk-otel: ending open spans failed", exc_info=True)
+
+
+_LIVE: weakref.WeakSet[AdkOtelPlugin] = weakref.WeakSet()
+_exit_hook_registered = False
+
+
+def _end_at_exit(plugin: AdkOtelPlugin) -> None:
+    """At interpreter exit, end what is still open (runs whose event loop was
+    closed or abandoned mid-run) as ``incomplete`` (``process_exit``), so the
+    spans reach the exporter. Registered after the tracer provider exists, so
+    it runs before the provider's own exit handler flushes and shuts down."""
+    global _exit_hook_registered
+    _LIVE.add(plugin)
+    if not _exit_hook_registered:
+        _exit_hook_registered = True
+        atexit.register(_end_all_open_spans)
+
+
+def _end_all_open_spans() -> None:
+    for plugin in list(_LIVE):
+        ledger = plugin._ledger_instance
+        if ledger is not None and len(ledger):
+            try:
+                ledger.end_all(Outcome.INCOMPLETE, "process_exit")
+            except Exception:
+                logger.debug("adk-otel: ending open spans at exit failed", exc_info=True)
 
 
 def _same(value: Any) -> Any:
