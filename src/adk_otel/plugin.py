@@ -19,6 +19,7 @@ import contextlib
 import functools
 import itertools
 import logging
+import sys
 import weakref
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
@@ -332,6 +333,13 @@ class AdkOtelPlugin(BasePlugin):
             return
         if run.closing_early:
             self._close_run(run, Outcome.INCOMPLETE, "consumer_closed", None)
+        elif isinstance(sys.exc_info()[1], GeneratorExit):
+            # ADK runs after_run in a `finally` also when its generator is being
+            # closed ("treated as a clean completion"), with the GeneratorExit
+            # in flight: not a success. Without the runner wrapper (App mode)
+            # that is the consumer closing early; with it, code inside the run.
+            reason = "generator_exit" if run.watch is not None else "consumer_closed"
+            self._close_run(run, Outcome.INCOMPLETE, reason, None)
         elif getattr(invocation_context, "is_aborted", False):
             self._close_run(run, Outcome.CANCELLED, "aborted", None)
         elif _is_cancelled(run):

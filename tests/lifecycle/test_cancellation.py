@@ -5,14 +5,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
+from collections.abc import AsyncGenerator
 from typing import Any
 
 import pytest
+from google.adk.agents import BaseAgent
+from google.adk.agents.invocation_context import InvocationContext
 from google.adk.apps import App
+from google.adk.events import Event
 from google.adk.runners import InMemoryRunner
 from google.genai import types
 
 import adk_otel
+from adk_otel.semconv import ADK_CLOSE_REASON
 from adk_otel.testing.model import Step, call, reply
 
 from .agents import clerk, runner_for
@@ -220,11 +225,10 @@ async def test_a_task_that_once_swallowed_a_cancellation_records_later_runs_ok(r
 
 
 async def test_consumer_closes_early_with_plugin_only(recorder, caplog):
-    """An App with no runner wrapper: ADK reports an early close as a clean
-    completion (after_run fires; its comment: "treated as a clean
-    completion"), so the invocation is OK there. The agent it interrupted gets
-    no after hook and still ends, ``incomplete``; nothing is left open. Only
-    ``instrument(runner)`` can see the close itself (``consumer_closed``)."""
+    """An App with no runner wrapper: ADK treats an early close as a clean
+    completion and fires after_run, but from its `finally` with the
+    GeneratorExit in flight, which adk-otel reads: the run is ``incomplete``
+    (``consumer_closed``), as with the wrapper; nothing is left open."""
     app = adk_otel.instrument(
         App(name=APP, root_agent=clerk(call("lookup", {"sku": "A1"}), reply("done")))
     )
@@ -239,6 +243,31 @@ async def test_consumer_closes_early_with_plugin_only(recorder, caplog):
 
     assert_clean(recorder, caplog.records)
     rows = shape(recorder)
-    assert rows[0] == (0, INV, "OK", "ok")
+    assert rows[0] == (0, INV, "UNSET", "incomplete")
+    assert recorder.one(INV).attributes[ADK_CLOSE_REASON] == "consumer_closed"
     assert (1, "invoke_agent clerk", "UNSET", "incomplete") in rows
     assert adk_otel.plugin_of(app).open_spans == 0
+
+
+class ClosingAgent(BaseAgent):
+    """Agent code that raises GeneratorExit itself (not a consumer closing)."""
+
+    async def _run_async_impl(self, ctx: InvocationContext) -> AsyncGenerator[Event, None]:
+        raise GeneratorExit
+        yield  # pragma: no cover - makes this an async generator
+
+
+async def test_generator_exit_raised_inside_the_run_is_not_a_success(recorder, caplog):
+    runner = runner_for(ClosingAgent(name="closer"))
+    session_id = await new_session(runner)
+    with contextlib.suppress(GeneratorExit, RuntimeError):
+        async for _ in runner.run_async(
+            user_id=USER, session_id=session_id, new_message=types.UserContent("go")
+        ):
+            pass
+    await recorder.settle(lambda r: r.ended_named(INV))
+
+    assert_clean(recorder, caplog.records)
+    invocation = recorder.one(INV)
+    assert invocation.attributes["adk.outcome"] == "incomplete"
+    assert "OK" not in {row[2] for row in shape(recorder)}
