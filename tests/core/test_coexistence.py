@@ -51,12 +51,11 @@ async def test_another_adk_instrumentation_is_named_once(monkeypatch, caplog) ->
     monkeypatch.setattr(coexistence, "_warned", set())
     caplog.set_level(logging.WARNING, logger="adk_otel")
     other = GoogleADKInstrumentor()
-    try:
-        other.instrument(tracer_provider=TracerProvider(), skip_dep_check=True)
-    except Exception:
-        # OpenInference's google-adk instrumentation needs google-adk >= 2.10:
-        # with the older ADK it cannot be active, and nothing is said.
-        assert ADK_VERSION < (2, 10)
+    # OpenInference's google-adk instrumentation needs google-adk >= 2.10 (with
+    # 2.5 it fails halfway, leaving ADK partly patched): with the older ADK it
+    # cannot be active, and nothing is said.
+    if ADK_VERSION >= (2, 10):
+        other.instrument(tracer_provider=TracerProvider())
     try:
         runner = adk_otel.instrument(clerk_runner(), tracer_provider=TracerProvider())
         await run_once(runner)
