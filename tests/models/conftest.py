@@ -6,9 +6,16 @@ import os
 from collections.abc import Iterator
 
 import pytest
+from google.adk.agents import LlmAgent
+from google.adk.agents.run_config import RunConfig, StreamingMode
+from google.adk.runners import InMemoryRunner
+from google.genai import types
+from opentelemetry.metrics import NoOpMeterProvider
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+import adk_otel
 
 # LiteLLM fetches its model price map from the network at import unless told not to.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -57,3 +64,33 @@ def http_attribute(span: ReadableSpan, current: str, legacy: str) -> object:
     instrumentations still write by default (OTEL_SEMCONV_STABILITY_OPT_IN)."""
     attributes = span.attributes or {}
     return attributes.get(current, attributes.get(legacy))
+
+
+async def run_model(
+    model: object,
+    provider: TracerProvider,
+    text: str,
+    config: types.GenerateContentConfig | None = None,
+    *,
+    stream: bool = False,
+) -> BaseException | None:
+    """One instrumented run of an agent on ``model``; its exception, if any."""
+    agent = LlmAgent(name="clerk", model=model, generate_content_config=config)
+    runner = adk_otel.instrument(
+        InMemoryRunner(agent=agent, app_name="shop"),
+        tracer_provider=provider,
+        meter_provider=NoOpMeterProvider(),
+    )
+    session = await runner.session_service.create_session(app_name="shop", user_id="u")
+    mode = StreamingMode.SSE if stream else StreamingMode.NONE
+    try:
+        async for _ in runner.run_async(
+            user_id="u",
+            session_id=session.id,
+            new_message=types.UserContent(text),
+            run_config=RunConfig(streaming_mode=mode),
+        ):
+            pass
+    except Exception as exc:
+        return exc
+    return None

@@ -12,20 +12,15 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from google.adk.agents import LlmAgent
-from google.adk.agents.run_config import RunConfig, StreamingMode
 from google.adk.models.google_llm import Gemini
-from google.adk.runners import InMemoryRunner
 from google.genai import types
-from opentelemetry.metrics import NoOpMeterProvider
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.trace import StatusCode
 
-import adk_otel
 from adk_otel import semconv as sc
 
 from .api_servers import MODEL_VERSION, api_server
-from .conftest import http_attribute, http_children, model_span
+from .conftest import http_attribute, http_children, model_span, run_model
 
 
 @pytest.fixture
@@ -46,25 +41,7 @@ async def run_gemini(
         base_url=base_url,
         retry_options=types.HttpRetryOptions(attempts=1),  # one request per call
     )
-    agent = LlmAgent(name="clerk", model=model, generate_content_config=config)
-    runner = adk_otel.instrument(
-        InMemoryRunner(agent=agent, app_name="shop"),
-        tracer_provider=provider,
-        meter_provider=NoOpMeterProvider(),
-    )
-    session = await runner.session_service.create_session(app_name="shop", user_id="u")
-    mode = StreamingMode.SSE if stream else StreamingMode.NONE
-    try:
-        async for _ in runner.run_async(
-            user_id="u",
-            session_id=session.id,
-            new_message=types.UserContent(text),
-            run_config=RunConfig(streaming_mode=mode),
-        ):
-            pass
-    except Exception as exc:
-        return exc
-    return None
+    return await run_model(model, provider, text, config, stream=stream)
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["generateContent", "streamGenerateContent"])

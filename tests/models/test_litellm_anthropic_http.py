@@ -10,40 +10,15 @@ from __future__ import annotations
 from importlib.metadata import version
 
 import pytest
-from google.adk.agents import LlmAgent
-from google.adk.runners import InMemoryRunner
 from google.genai import types
-from opentelemetry.metrics import NoOpMeterProvider
-from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.trace import StatusCode
 
-import adk_otel
 from adk_otel import semconv as sc
 
 from .api_servers import ANTHROPIC_MODEL_VERSION, OPENAI_MODEL_VERSION, api_server
-from .conftest import http_attribute, http_children, model_span
+from .conftest import http_attribute, http_children, model_span, run_model
 
 ADK_VERSION = tuple(int(part) for part in version("google-adk").split(".")[:2])
-
-
-async def run_model(
-    model: object, provider: TracerProvider, text: str, config: types.GenerateContentConfig | None
-) -> BaseException | None:
-    agent = LlmAgent(name="clerk", model=model, generate_content_config=config)
-    runner = adk_otel.instrument(
-        InMemoryRunner(agent=agent, app_name="shop"),
-        tracer_provider=provider,
-        meter_provider=NoOpMeterProvider(),
-    )
-    session = await runner.session_service.create_session(app_name="shop", user_id="u")
-    try:
-        async for _ in runner.run_async(
-            user_id="u", session_id=session.id, new_message=types.UserContent(text)
-        ):
-            pass
-    except Exception as exc:
-        return exc
-    return None
 
 
 def litellm_model(url: str) -> object:
