@@ -312,6 +312,11 @@ def use_colour(flag: bool | None) -> bool:
     return sys.stdout.isatty()
 
 
+_FILE_HELP = (__doc__ or "").split("``FILE`` is", 1)[-1].split("Spec format", 1)[0]
+_FILE_HELP = ("FILE is" + _FILE_HELP).replace("``", "").strip()
+_SPEC_HELP = "Spec format" + (__doc__ or "").split("Spec format", 1)[-1].replace("``", "").rstrip()
+
+
 def _colour_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--color",
@@ -328,11 +333,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    tree = commands.add_parser("tree", help="print the span tree of an OTLP JSON file")
+    tree = commands.add_parser(
+        "tree",
+        help="print the span tree of an OTLP JSON file",
+        epilog=_FILE_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     tree.add_argument("file", metavar="FILE", help="OTLP JSON (JSON Lines) file, or - for stdin")
     tree.add_argument("--normalized", action="store_true", help="print the snapshot form")
     _colour_flag(tree)
-    check = commands.add_parser("check", help="check an OTLP JSON file against a YAML spec")
+    check = commands.add_parser(
+        "check",
+        help="check an OTLP JSON file against a YAML spec",
+        epilog=_FILE_HELP + "\n\n" + _SPEC_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     check.add_argument("file", metavar="FILE", help="OTLP JSON (JSON Lines) file, or - for stdin")
     check.add_argument("--expect", required=True, metavar="SPEC", help="YAML spec to check")
     _colour_flag(check)

@@ -325,3 +325,13 @@ def test_a_lone_surrogate_in_a_span_name_is_printed_readably(capsys, tmp_path) -
     assert code == 0
     out.encode("utf-8")  # printable as UTF-8
     assert "report-\\udcff.csv" in out, "the odd character shown as its escape"
+
+
+def test_each_subcommand_help_shows_its_formats_and_exit_codes(capsys) -> None:
+    for command in ("tree", "check"):
+        assert main([command, "--help"]) == 0
+        out = capsys.readouterr().out
+        assert "Exit codes: 0 fine, 1 the check failed" in out, command
+        assert "FILE is OTLP JSON" in out
+    assert main(["check", "--help"]) == 0
+    assert "allow_unended" in capsys.readouterr().out, "the spec format is described"
