@@ -402,10 +402,16 @@ class AdkOtelPlugin(BasePlugin):
         entry, run = self._agent_entry(agent, callback_context)
         if entry is None:
             return
+        # Some ADK releases (2.13) run after_agent from a `finally` while a
+        # CancelledError the agent's code raised (a future cancelled under it)
+        # is in flight: an abort, not a success, though the task is not cancelling.
+        aborted = abort_reason(sys.exc_info()[1])
         if run is not None and run.closing_early:
             self._ledger.end_entry(entry, Outcome.INCOMPLETE, None, "consumer_closed")
         elif _is_cancelled(run) or getattr(callback_context, "is_aborted", False):
             self._ledger.end_entry(entry, Outcome.CANCELLED, None, "cancelled")
+        elif aborted is not None:
+            self._ledger.end_entry(entry, Outcome.CANCELLED, None, aborted)
         elif entry.reported_error is not None:
             reason, description = entry.reported_error
             self._ledger.end_entry(entry, Outcome.ERROR, None, reason, description)

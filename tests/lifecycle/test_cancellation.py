@@ -271,3 +271,34 @@ async def test_generator_exit_raised_inside_the_run_is_not_a_success(recorder, c
     invocation = recorder.one(INV)
     assert invocation.attributes["adk.outcome"] == "incomplete"
     assert "OK" not in {row[2] for row in shape(recorder)}
+
+
+class AwaitsACancelledFuture(BaseAgent):
+    """Agent code awaiting a future that something else cancelled: the
+    CancelledError comes from inside the run, the task itself is not cancelling."""
+
+    async def _run_async_impl(self, ctx: InvocationContext) -> AsyncGenerator[Event, None]:
+        future = asyncio.get_running_loop().create_future()
+        future.cancel()
+        await future
+        yield Event(author=self.name, invocation_id=ctx.invocation_id)
+
+
+async def test_a_foreign_cancellation_inside_an_agent_is_an_outcome_on_every_layer(
+    recorder, caplog
+):
+    """ADK 2.13 runs after_agent while that CancelledError is in flight; the
+    agent spans must not say OK under a cancelled invocation."""
+    from google.adk.agents import SequentialAgent
+
+    pipeline = SequentialAgent(name="pipeline", sub_agents=[AwaitsACancelledFuture(name="waiter")])
+    runner = runner_for(pipeline)
+    session_id = await new_session(runner)
+    with pytest.raises(asyncio.CancelledError):
+        async for _ in runner.run_async(
+            user_id=USER, session_id=session_id, new_message=types.UserContent("go")
+        ):
+            pass
+
+    assert_clean(recorder, caplog.records)
+    assert {(row[2], row[3]) for row in shape(recorder)} == {("UNSET", "cancelled")}
