@@ -25,6 +25,18 @@ MODEL_KIND_ONLY: Attributes = {sc.ADK_SPAN_KIND: sc.SpanKind.MODEL.value}
 TOOL_KIND_ONLY: Attributes = {sc.ADK_SPAN_KIND: sc.SpanKind.TOOL.value}
 
 
+_descent_cache: dict[tuple[type, str], bool] = {}
+
+
+def _descends_from(cls: type, name: str) -> bool:
+    """Whether ``cls`` has an ancestor class called ``name`` (matched by name,
+    so the ADK module defining it need not be importable); cached per class."""
+    found = _descent_cache.get((cls, name))
+    if found is None:
+        found = _descent_cache[(cls, name)] = any(k.__name__ == name for k in cls.__mro__)
+    return found
+
+
 def _put(attributes: Attributes, key: str, value: Any) -> None:
     if value is not None and value != "":
         attributes[key] = value
@@ -198,9 +210,7 @@ def tool(tool_obj: Any, tool_context: Any) -> Attributes:
 def mcp_tool_error(tool_obj: Any, result: Any) -> str | None:
     """The error text of an MCP tool result marked ``isError`` (``is_error``
     in mcp 2.x dumps), else ``None``; other tools' results are never read."""
-    if not isinstance(result, dict) or tool_type(tool_obj) != sc.TOOL_TYPE_EXTENSION:
-        return None
-    if not any(k.__name__ == "McpTool" for k in type(tool_obj).__mro__):
+    if not isinstance(result, dict) or not _descends_from(type(tool_obj), "McpTool"):
         return None
     if not (result.get("isError") or result.get("is_error")):
         return None
@@ -431,7 +441,6 @@ def model_output_messages(llm_response: Any) -> list[dict[str, Any]] | None:
 _A2A_METADATA_KEY = "a2a_metadata"
 """Where ADK's A2A executor puts the request metadata it received, in the
 served run's ``run_config.custom_metadata`` (ADK 2.5 through 2.13)."""
-_remote_agent_cache: dict[type, bool] = {}
 
 
 def incoming_trace_carrier(invocation_context: Any) -> Any:
@@ -443,11 +452,7 @@ def incoming_trace_carrier(invocation_context: Any) -> Any:
 
 def is_remote_agent(agent_obj: Any) -> bool:
     """Whether the agent runs in another service (``RemoteA2aAgent``)."""
-    cls = type(agent_obj)
-    found = _remote_agent_cache.get(cls)
-    if found is None:
-        found = _remote_agent_cache[cls] = any(k.__name__ == "RemoteA2aAgent" for k in cls.__mro__)
-    return found
+    return _descends_from(type(agent_obj), "RemoteA2aAgent")
 
 
 def remote_agents(root: Any) -> list[Any]:

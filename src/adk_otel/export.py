@@ -249,19 +249,17 @@ class _ExportWatch(SpanExporter):
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         return self.exporter.force_flush(timeout_millis)
 
+    def count_afresh(self) -> None:
+        """Zero every count (in a forked child: what the parent handled is its own)."""
+        self._lock = threading.Lock()
+        self.handed = self.exported = self.failed = self.repaired = 0
+        self.failing, self.problem, self._streak = False, "", (0, 0)
+
 
 def _forked(ref: weakref.ref[ExportingProcessor]) -> None:
-    """In a forked child: count afresh (what the parent handled is its own)."""
     processor = ref()
-    if processor is None:
-        return
-    processor._lock = threading.Lock()
-    processor.ended = processor.dropped = 0
-    processor._next_report = 0.0
-    watch = processor._watch
-    watch._lock = threading.Lock()
-    watch.handed = watch.exported = watch.failed = watch.repaired = 0
-    watch.failing, watch.problem, watch._streak = False, "", (0, 0)
+    if processor is not None:
+        processor.count_afresh()
 
 
 class ExportingProcessor(BatchSpanProcessor):
@@ -310,6 +308,13 @@ class ExportingProcessor(BatchSpanProcessor):
             # or it reports as lost spans the parent exported.
             this = weakref.ref(self)
             os.register_at_fork(after_in_child=lambda: _forked(this))
+
+    def count_afresh(self) -> None:
+        """Zero every count (in a forked child: what the parent handled is its own)."""
+        self._lock = threading.Lock()
+        self.ended = self.dropped = 0
+        self._next_report = 0.0
+        self._watch.count_afresh()
 
     @property
     def exporter(self) -> SpanExporter:

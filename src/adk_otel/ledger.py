@@ -154,7 +154,7 @@ class Ledger:
         self._started(entry, attributes or {}, parent_context)
         return entry
 
-    def retarget(self, tracer: trace.Tracer, *_: Any) -> None:
+    def retarget(self, tracer: trace.Tracer) -> None:
         """Open later spans on ``tracer``; spans already open stay here."""
         self.tracer = tracer
         sampler = getattr(tracer, "sampler", None)

@@ -140,9 +140,14 @@ def suppress_scopes(provider: Any, scopes: frozenset[str]) -> bool:
         )
     if not switched and isinstance(provider, TracerProvider) and id(provider) not in _unswitchable:
         _unswitchable.add(id(provider))
+        what = (
+            "ADK's own spans"
+            if scopes == {ADK_SCOPE}
+            else "the spans of " + ", ".join(sorted(scopes))
+        )
         logger.warning(
-            "adk-otel: this opentelemetry-sdk cannot switch ADK's own spans off "
-            "(needs >= 1.40); %s will be recorded",
-            ", ".join(sorted(scopes)),
+            "adk-otel: this opentelemetry-sdk cannot switch %s off (needs >= 1.40); "
+            "they will be recorded",
+            what,
         )
     return switched

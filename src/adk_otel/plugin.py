@@ -619,12 +619,13 @@ class AdkOtelPlugin(BasePlugin):
         """End anything still open (``Runner.close()`` calls this)."""
         self.end_open_spans()
 
-    def end_open_spans(self) -> None:
-        """End every span still open as ``incomplete`` (``plugin_closed``): the
-        plugin is closing or being removed, so no hook will end them. Never raises."""
+    def end_open_spans(self, reason: str = "plugin_closed") -> None:
+        """End every span still open as ``incomplete`` (``adk.close_reason``
+        ``reason``): the plugin is closing or being removed, or the process is
+        exiting, so no hook will end them. Never raises."""
         try:
             if self._ledger_instance is not None:
-                self._ledger_instance.end_all(Outcome.INCOMPLETE, "plugin_closed")
+                self._ledger_instance.end_all(Outcome.INCOMPLETE, reason)
             for run in list(self._runs.values()):
                 self._forget(run)
             self._orphans.clear()
@@ -650,12 +651,7 @@ def _end_at_exit(plugin: AdkOtelPlugin) -> None:
 
 def _end_all_open_spans() -> None:
     for plugin in list(_LIVE):
-        ledger = plugin._ledger_instance
-        if ledger is not None and len(ledger):
-            try:
-                ledger.end_all(Outcome.INCOMPLETE, "process_exit")
-            except Exception:
-                logger.debug("adk-otel: ending open spans at exit failed", exc_info=True)
+        plugin.end_open_spans("process_exit")
 
 
 def _same(value: Any) -> Any:
