@@ -47,13 +47,14 @@ RESULTS = Path(__file__).resolve().parent / "results" / "propagation.json"
 
 
 def _runner(url: str, instrumented: bool) -> tuple[Any, Any]:
+    from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
     from google.adk.agents import SequentialAgent
     from google.adk.agents.remote_a2a_agent import RemoteA2aAgent
     from google.adk.runners import InMemoryRunner
 
     import adk_otel
 
-    remote = RemoteA2aAgent(name="payments", agent_card=url + "/.well-known/agent-card.json")
+    remote = RemoteA2aAgent(name="payments", agent_card=url + AGENT_CARD_WELL_KNOWN_PATH)
     runner = InMemoryRunner(agent=SequentialAgent(name="checkout", sub_agents=[remote]))
     return (adk_otel.instrument(runner) if instrumented else runner), remote
 

@@ -362,7 +362,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             return cmd_demo(args_list[1:])
         except BrokenPipeError:  # `adk-otel demo | head`
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            _reader_gone()
             return 0
     try:
         args = build_parser().parse_args(args_list)
@@ -380,9 +380,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         # A span name or value read from a file can hold a lone surrogate: escaped, not fatal.
         sys.stdout.write(sanitize.utf8(output))
         sys.stdout.flush()
-    except BrokenPipeError:  # `adk-otel tree ... | head`: the reader has enough
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except BrokenPipeError:  # `adk-otel tree ... | head`
+        _reader_gone()
     return code
+
+
+def _reader_gone() -> None:
+    """Our stdout's reader has had enough (``| head``): send the rest, and the
+    interpreter's final flush, nowhere instead of failing on it."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 if __name__ == "__main__":

@@ -45,6 +45,7 @@ def charge_card(amount_eur: float) -> dict[str, Any]:
 def build_remote_app(payments_url: str) -> Any:
     """The ``--remote`` demo's ``App``: catalog -> payments, the payments agent
     served by another process over A2A; the item costs more than it accepts."""
+    from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
     from google.adk.agents import SequentialAgent
     from google.adk.agents.remote_a2a_agent import RemoteA2aAgent
     from google.adk.apps import App
@@ -52,7 +53,7 @@ def build_remote_app(payments_url: str) -> Any:
     payments = RemoteA2aAgent(
         name="payments",
         description="Takes payment (a remote service).",
-        agent_card=payments_url + "/.well-known/agent-card.json",
+        agent_card=payments_url + AGENT_CARD_WELL_KNOWN_PATH,
     )
     pipeline = SequentialAgent(name="checkout", sub_agents=[_catalog("1999 EUR"), payments])
     return App(name=APP_NAME, root_agent=pipeline)

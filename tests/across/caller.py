@@ -25,6 +25,7 @@ logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
 
 import httpx  # noqa: E402
 from a2a.client import ClientConfig, ClientFactory  # noqa: E402
+from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH  # noqa: E402
 from google.adk.agents import SequentialAgent  # noqa: E402
 from google.adk.agents.remote_a2a_agent import RemoteA2aAgent  # noqa: E402
 from google.adk.runners import InMemoryRunner  # noqa: E402
@@ -33,8 +34,6 @@ from report import after_run  # noqa: E402
 
 import adk_otel  # noqa: E402
 import adk_otel.a2a  # noqa: E402
-
-CARD_PATH = "/.well-known/agent-card.json"
 
 
 def meta_provider(metadata: dict[str, object], keep_trace: bool) -> Callable[..., dict]:
@@ -50,7 +49,7 @@ async def main(
     factory = ClientFactory(ClientConfig(streaming=streaming, httpx_client=httpx.AsyncClient()))
     payments = RemoteA2aAgent(
         name="payments",
-        agent_card=url + CARD_PATH,
+        agent_card=url + AGENT_CARD_WELL_KNOWN_PATH,
         a2a_client_factory=factory,
         a2a_request_meta_provider=(
             meta_provider(metadata, keep_trace) if metadata is not None else None
