@@ -62,27 +62,41 @@ def payments_agent() -> Any:
 
 def serve() -> None:
     """Serve the payments agent over A2A until terminated."""
-    import asyncio
     import warnings
 
     warnings.filterwarnings("ignore")
-    import uvicorn
     from google.adk.a2a.utils.agent_to_a2a import to_a2a
     from google.adk.runners import InMemoryRunner
 
     import adk_otel
 
     os.environ.setdefault("OTEL_SERVICE_NAME", SERVICE_APP)
+    sock = loopback_socket()
+    agent = payments_agent()
+    runner = adk_otel.instrument(InMemoryRunner(agent=agent, app_name=SERVICE_APP))
+    app = to_a2a(agent, host="127.0.0.1", port=sock.getsockname()[1], runner=runner)
+    serve_on(app, sock)
+
+
+def loopback_socket() -> socket.socket:
+    """A listening socket on a free loopback port (the app may need the port first)."""
     sock = socket.socket()
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    agent = payments_agent()
-    runner = adk_otel.instrument(InMemoryRunner(agent=agent, app_name=SERVICE_APP))
-    app = to_a2a(agent, host="127.0.0.1", port=port, runner=runner)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
     sock.listen(64)
-    print(f"PORT {port}", flush=True)  # connections queue until uvicorn accepts them
+    return sock
+
+
+def serve_on(app: Any, sock: socket.socket) -> None:
+    """Serve an ASGI app with uvicorn on ``sock`` until terminated, after
+    printing ``PORT n`` (connections queue until uvicorn accepts them), the
+    line :func:`start_listening` waits for."""
+    import asyncio
+
+    import uvicorn
+
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    print(f"PORT {sock.getsockname()[1]}", flush=True)
     asyncio.run(server.serve(sockets=[sock]))
 
 

@@ -6,13 +6,10 @@ with ``adk_otel.instrument()`` plus the one line that continues a caller's
 
 from __future__ import annotations
 
-import asyncio
-import socket
 import warnings
 
 warnings.filterwarnings("ignore")
 
-import uvicorn  # noqa: E402
 from fastapi import FastAPI  # noqa: E402
 from google.adk.agents import LlmAgent  # noqa: E402
 from google.adk.runners import InMemoryRunner  # noqa: E402
@@ -20,6 +17,7 @@ from google.genai import types  # noqa: E402
 from opentelemetry.instrumentation.fastapi import FastAPIInstrumentor  # noqa: E402
 
 import adk_otel  # noqa: E402
+from adk_otel.demo_remote import loopback_socket, serve_on  # noqa: E402
 from adk_otel.testing.model import ScriptedModel, reply  # noqa: E402
 
 agent = LlmAgent(name="clerk", model=ScriptedModel(script=[reply("ok")]))
@@ -40,13 +38,7 @@ async def chat(body: dict) -> dict:
 
 
 def main() -> None:
-    sock = socket.socket()
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(64)
-    config = uvicorn.Config(app, log_level="warning", lifespan="on")
-    print(f"PORT {sock.getsockname()[1]}", flush=True)
-    asyncio.run(uvicorn.Server(config).serve(sockets=[sock]))
+    serve_on(app, loopback_socket())
 
 
 if __name__ == "__main__":

@@ -10,8 +10,6 @@ few lines docs/across-services.md shows. Prints ``PORT n`` once listening.
 
 from __future__ import annotations
 
-import asyncio
-import socket
 import sys
 import warnings
 
@@ -19,12 +17,13 @@ warnings.filterwarnings("ignore")
 
 import contextlib  # noqa: E402
 
-import uvicorn  # noqa: E402
 from opentelemetry import propagate, trace  # noqa: E402
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter  # noqa: E402
 from opentelemetry.sdk.resources import Resource  # noqa: E402
 from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
 from opentelemetry.sdk.trace.export import BatchSpanProcessor  # noqa: E402
+
+from adk_otel.demo_remote import loopback_socket, serve_on  # noqa: E402
 
 try:
     from mcp.server.mcpserver import Context, MCPServer
@@ -65,14 +64,7 @@ def stock(sku: str, ctx: Context) -> dict:
 
 
 def main() -> None:
-    sock = socket.socket()
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(64)
-    app = server.streamable_http_app()
-    config = uvicorn.Config(app, log_level="warning", lifespan="on")
-    print(f"PORT {sock.getsockname()[1]}", flush=True)
-    asyncio.run(uvicorn.Server(config).serve(sockets=[sock]))
+    serve_on(server.streamable_http_app(), loopback_socket())
 
 
 if __name__ == "__main__":
