@@ -109,6 +109,19 @@ class Instruments:
             unit="{invocation}",
             description="Agent runs (Runner.run_async / run_live calls), by outcome.",
         )
+        # ADK records no streaming metrics: these two are adk-otel's in any case.
+        self.time_to_first_chunk = meter.create_histogram(
+            sc.METRIC_CLIENT_TIME_TO_FIRST_CHUNK,
+            unit="s",
+            description="Time to receive the first chunk of a streamed model response.",
+            explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
+        )
+        self.time_per_output_chunk = meter.create_histogram(
+            sc.METRIC_CLIENT_TIME_PER_OUTPUT_CHUNK,
+            unit="s",
+            description="Time between consecutive chunks of a streamed model response.",
+            explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
+        )
         if not overlapping:
             return
         self.operation_duration = meter.create_histogram(
@@ -210,6 +223,15 @@ def suppress_adk_metrics(provider: Any) -> bool:
     return switched
 
 
+def _since_start(entry: Entry, facts: _Facts, now: int) -> float | None:
+    """Seconds since ``entry``'s span started: from the metric clock when
+    metrics are on, else from the span's own start time."""
+    if facts.started:
+        return (now - facts.started) / 1e9
+    start = getattr(entry.span, "start_time", None)
+    return (time.time_ns() - start) / 1e9 if isinstance(start, int) else None
+
+
 # -- per-span bookkeeping ----------------------------------------------------------
 
 
@@ -227,6 +249,14 @@ class _Facts:
     tokens: dict[str, int] | None = None
     event: dict[str, AttributeValue] | None = None
     event_name: str = ""
+    response: Mapping[str, AttributeValue] | None = None
+    """A model call's final response attributes (for its details event)."""
+    chunk_at: int = 0
+    """``perf_counter_ns`` of the latest streamed chunk (0: none yet)."""
+    first_chunk: float | None = None
+    """Seconds from the request to the first streamed chunk."""
+    chunk_gaps: list[float] | None = None
+    """Seconds between consecutive streamed chunks (kept only for metrics)."""
 
 
 _USAGE_KEYS = (
@@ -314,6 +344,7 @@ class TelemetryLedger(Ledger):
                     tokens[total] = tokens.get(total, 0) + v
                 totals.tokens = tokens
         facts.response_model = attributes.get(sc.GEN_AI_RESPONSE_MODEL)
+        facts.response = attributes
         instruments = self.instruments
         if instruments is None or not instruments.overlapping:
             return
@@ -328,6 +359,28 @@ class TelemetryLedger(Ledger):
                     value,  # type: ignore[arg-type]
                     {**dims, sc.GEN_AI_TOKEN_TYPE: token_type},
                 )
+
+    def chunk(self, entry: Entry, *, final: bool = False) -> None:
+        """A streamed model response arrived: a partial chunk, or (``final``)
+        the final response, which counts as the first and only chunk of a
+        streamed call that sent no partial one. Sets the time to first chunk
+        on the span; the chunk metrics are recorded as the span ends."""
+        facts = self._facts.get(entry)
+        if facts is None:
+            return
+        if final and (facts.chunk_at or facts.attributes.get(sc.GEN_AI_REQUEST_STREAM) is not True):
+            return
+        now = time.perf_counter_ns()
+        if facts.chunk_at:
+            if self.instruments is not None:
+                gaps = facts.chunk_gaps if facts.chunk_gaps is not None else []
+                gaps.append((now - facts.chunk_at) / 1e9)
+                facts.chunk_gaps = gaps
+        else:
+            facts.first_chunk = _since_start(entry, facts, now)
+            if facts.first_chunk is not None and entry.span.is_recording():
+                entry.span.set_attribute(sc.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK, facts.first_chunk)
+        facts.chunk_at = now
 
     def add_event_attributes(
         self, entry: Entry, name: str, attributes: Mapping[str, AttributeValue]
@@ -403,7 +456,15 @@ class TelemetryLedger(Ledger):
             dims[sc.ADK_OUTCOME] = outcome.value
             instruments.invocations.add(1, dims)
             return
-        if not instruments.overlapping or outcome not in (Outcome.OK, Outcome.ERROR):
+        if outcome not in (Outcome.OK, Outcome.ERROR):
+            return
+        if facts.first_chunk is not None:
+            # The conventions give the chunk metrics no error.type.
+            chunk_dims = {k: v for k, v in dims.items() if k != sc.ERROR_TYPE}
+            instruments.time_to_first_chunk.record(facts.first_chunk, chunk_dims)
+            for gap in facts.chunk_gaps or ():
+                instruments.time_per_output_chunk.record(gap, chunk_dims)
+        if not instruments.overlapping:
             return
         seconds = (time.perf_counter_ns() - facts.started) / 1e9
         if facts.kind == _MODEL:

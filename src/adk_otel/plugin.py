@@ -502,7 +502,10 @@ class AdkOtelPlugin(BasePlugin):
         if getattr(llm_response, "partial", False):
             entry.updates += 1
             entry.span.set_attribute(ADK_MODEL_CHUNKS, entry.updates)
+            self._ledger.chunk(entry)
             return
+        if not entry.updates:
+            self._ledger.chunk(entry, final=True)
         response = sanitize.attributes(attrs.model_response(llm_response)) or {}
         entry.span.set_attributes(response)
         self._ledger.responded(entry, response)
