@@ -421,6 +421,19 @@ def final_output_messages(event: Any) -> list[dict[str, Any]] | None:
     return content.output_message(message, finish_reason(event))
 
 
+def function_call_ids(event: Any) -> list[tuple[str, str]]:
+    """``(name, id)`` of each function call in an event's content, in order
+    (ADK has assigned its ids by the time the event is yielded)."""
+    found = []
+    for part in getattr(getattr(event, "content", None), "parts", None) or ():
+        call = getattr(part, "function_call", None)
+        if call is not None:
+            name, call_id = getattr(call, "name", None), getattr(call, "id", None)
+            if isinstance(name, str) and isinstance(call_id, str):
+                found.append((name, call_id))
+    return found
+
+
 def model_input_messages(llm_request: Any) -> list[dict[str, Any]]:
     return content.messages(request_contents(llm_request))
 

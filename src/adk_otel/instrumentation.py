@@ -57,6 +57,8 @@ def instrument(
     capture_content: bool | str | None = None,
     content_max_length: int | None = None,
     redact: Redactor | None = None,
+    logger_provider: Any = None,
+    details_as_span_event: bool | None = None,
 ) -> Target:
     """Trace every run of ``target`` and return it.
 
@@ -66,6 +68,9 @@ def instrument(
     ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` variable, else off)
     records prompts, outputs, tool arguments and results, each passed through
     ``redact(key, value)`` and cut to ``content_max_length`` characters.
+    In an EVENT mode a model call's ``gen_ai.client.inference.operation.details``
+    event is a log record on ``logger_provider`` (default: the global one), or
+    a span event with ``details_as_span_event=True``.
 
     Adds an :class:`AdkOtelPlugin` ahead of the other plugins (so no other
     plugin's early return can hide a hook from it) and, for a Runner, wraps
@@ -87,6 +92,8 @@ def instrument(
         "capture_content": capture_content,
         "content_max_length": content_max_length,
         "redact": redact,
+        "logger_provider": logger_provider,
+        "details_as_span_event": details_as_span_event,
     }
     if existing is None:
         existing = AdkOtelPlugin(**options)

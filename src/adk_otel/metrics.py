@@ -40,6 +40,7 @@ from opentelemetry.util.types import AttributeValue
 
 from . import adk_scope, env
 from . import semconv as sc
+from .details import DetailsLog, structured
 from .ledger import Entry, Ledger, error_type
 from .semconv import Outcome
 from .version import __version__
@@ -223,6 +224,35 @@ def suppress_adk_metrics(provider: Any) -> bool:
     return switched
 
 
+_DETAILS_START_KEYS = frozenset(
+    {
+        sc.GEN_AI_OPERATION_NAME,
+        sc.GEN_AI_PROVIDER_NAME,
+        sc.GEN_AI_CONVERSATION_ID,
+        sc.GEN_AI_OUTPUT_TYPE,
+    }
+)
+
+
+def _details_record(
+    facts: _Facts, outcome: Outcome, error: BaseException | None, reason: str | None
+) -> dict[str, Any]:
+    """A model call's details event as a log record's attributes: the call's
+    request and response attributes, and its content as structured values."""
+    record: dict[str, Any] = {
+        k: v
+        for k, v in facts.attributes.items()
+        if k in _DETAILS_START_KEYS or k.startswith("gen_ai.request.")
+    }
+    record.update((k, v) for k, v in (facts.response or {}).items() if k.startswith("gen_ai."))
+    if facts.first_chunk is not None:
+        record[sc.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] = facts.first_chunk
+    if outcome is Outcome.ERROR:
+        record[sc.ERROR_TYPE] = error_type(error) if error is not None else reason or "_OTHER"
+    record.update((k, structured(v)) for k, v in (facts.event or {}).items())
+    return record
+
+
 def _since_start(entry: Entry, facts: _Facts, now: int) -> float | None:
     """Seconds since ``entry``'s span started: from the metric clock when
     metrics are on, else from the span's own start time."""
@@ -275,6 +305,8 @@ class TelemetryLedger(Ledger):
     def __init__(self, tracer: trace.Tracer, instruments: Instruments | None = None) -> None:
         super().__init__(tracer)
         self.instruments = instruments
+        self.details: DetailsLog | None = None
+        """Where model calls' details events go as log records; None: span events."""
         self._facts: dict[Entry, _Facts] = {}
         self._tools_by_span: dict[int, Entry] = {}
 
@@ -409,7 +441,7 @@ class TelemetryLedger(Ledger):
             return
         rollup: dict[str, AttributeValue] | None = None
         try:
-            rollup = self._wrap_up(entry, facts)
+            rollup = self._wrap_up(entry, facts, outcome, error, reason)
         except Exception:
             self._failed("rolling up a span's totals")
         if extra:
@@ -421,7 +453,14 @@ class TelemetryLedger(Ledger):
             except Exception:
                 self._failed("recording a span's metrics")
 
-    def _wrap_up(self, entry: Entry, facts: _Facts) -> dict[str, AttributeValue] | None:
+    def _wrap_up(
+        self,
+        entry: Entry,
+        facts: _Facts,
+        outcome: Outcome,
+        error: BaseException | None,
+        reason: str | None,
+    ) -> dict[str, AttributeValue] | None:
         """The roll-up attributes for a span about to end; emits its content event."""
         if facts.kind == _TOOL:
             self._tools_by_span.pop(entry.span.get_span_context().span_id, None)
@@ -433,11 +472,24 @@ class TelemetryLedger(Ledger):
                 sc.ADK_TOOL_CALL_COUNT: facts.tool_calls,
                 **(facts.tokens or {}),
             }
+        details = self.details
         if facts.event is not None:
             event = facts.event
-            if facts.kind == _MODEL:
-                event = {**_dimensions(facts, _INFERENCE_EVENT_KEYS), **event}
-            span.add_event(facts.event_name, event)
+            if facts.kind == _MODEL and details is not None:
+                start = facts.attributes
+                details.emit_or_hold(
+                    span,
+                    _details_record(facts, outcome, error, reason),
+                    start.get(sc.ADK_INVOCATION_ID),
+                    start.get(sc.GEN_AI_AGENT_NAME),
+                )
+            else:
+                if facts.kind == _MODEL:
+                    event = {**_dimensions(facts, _INFERENCE_EVENT_KEYS), **event}
+                span.add_event(facts.event_name, event)
+        if facts.kind == _INVOCATION and details is not None:
+            # Records still waiting for tool-call ids go out without them.
+            details.flush(facts.attributes.get(sc.ADK_INVOCATION_ID))
         return rollup
 
     def _record(

@@ -189,6 +189,35 @@ def otlp_exporter_from_env() -> SpanExporter | None:
         return None
 
 
+def otlp_log_exporter_from_env() -> Any:
+    """The OTLP log exporter for the details event, or None (``OTEL_LOGS_EXPORTER=none``,
+    or it cannot be built: reported). Endpoint (``OTEL_EXPORTER_OTLP_LOGS_ENDPOINT``,
+    else ``OTEL_EXPORTER_OTLP_ENDPOINT``), headers and timeout are read by the exporter."""
+    if os.environ.get("OTEL_LOGS_EXPORTER", "otlp").strip().lower() == "none":
+        return None
+    protocol = otlp_protocol()
+    try:
+        with MUTING.active():
+            if protocol == "grpc":
+                from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter
+
+                return OTLPLogExporter()
+            from opentelemetry.exporter.otlp.proto.http._log_exporter import (
+                OTLPLogExporter as HttpLogExporter,
+            )
+
+            return HttpLogExporter()
+    except Exception as exc:
+        logger.warning(
+            "adk-otel: cannot create the OTLP %s log exporter (%s: %s); the details "
+            "event will not be exported",
+            protocol,
+            type(exc).__name__,
+            exc,
+        )
+        return None
+
+
 # Header names: an HTTP token; values: printable ASCII (spaces allowed),
 # without "," (the separator). Anything else must be URL-encoded (%XX).
 _HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")

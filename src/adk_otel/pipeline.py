@@ -31,13 +31,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from opentelemetry import trace
+from opentelemetry.sdk._logs import LogRecordProcessor
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SpanExporter
 
 from . import adk_scope, env
 from .export import ExportingProcessor, batch_settings
-from .otel_env import otlp_exporter_from_env, sampler_from_env
+from .otel_env import otlp_exporter_from_env, otlp_log_exporter_from_env, sampler_from_env
 from .semconv import A2A_SDK_SCOPE, ADK_SCOPE, INSTRUMENTATION_SCOPE
 from .version import __version__
 
@@ -48,6 +49,9 @@ KEEP_A2A_SPANS_ENV = "ADK_OTEL_KEEP_A2A_SPANS"
 _ADK_SERVER_MODULE = "google.adk.cli.api_server"
 _SUPPRESSING = "_adk_otel_suppresses_adk_scope"
 _build_lock = threading.Lock()
+_built: dict[str, Any] = {}
+"""The tracer provider adk-otel built and installed (``tracer``), and the
+logger provider it built beside it when first needed (``logger``)."""
 _unswitchable: set[int] = set()
 """Providers already warned about: their SDK cannot switch a scope off."""
 
@@ -58,6 +62,9 @@ class TelemetrySettings:
     keep_adk_spans: bool | None = None
     meter_provider: Any = None
     """Where metrics go (see ``metrics.py``); None: the global meter provider."""
+    logger_provider: Any = None
+    """Where the details event goes as a log record (see ``details.py``)."""
+    details_as_span_event: bool | None = None
 
 
 def resolve_tracer(settings: TelemetrySettings) -> trace.Tracer:
@@ -96,7 +103,30 @@ def global_tracer_provider() -> trace.TracerProvider:
             return trace.NoOpTracerProvider()
         provider = build_tracer_provider()
         trace.set_tracer_provider(provider)
+        _built["tracer"] = provider
         return trace.get_tracer_provider()
+
+
+def built_logger_provider() -> Any:
+    """A logger provider exporting over OTLP (``OTEL_EXPORTER_OTLP_*``, as the
+    spans), built and installed globally when adk-otel built the tracer
+    provider itself and no global logger provider is set; else None."""
+    with _build_lock:
+        if "logger" in _built or "tracer" not in _built:
+            return _built.get("logger")
+        from opentelemetry._logs import get_logger_provider, set_logger_provider
+        from opentelemetry.sdk._logs import LoggerProvider
+        from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
+
+        provider = LoggerProvider(resource=_built["tracer"].resource)
+        exporter = otlp_log_exporter_from_env()
+        if exporter is not None:
+            provider.add_log_record_processor(
+                _WithoutScope(BatchLogRecordProcessor(exporter), ADK_SCOPE)
+            )
+        set_logger_provider(provider)
+        _built["logger"] = get_logger_provider()
+        return _built["logger"]
 
 
 def build_tracer_provider(exporter: SpanExporter | None = None) -> TracerProvider:
@@ -107,6 +137,27 @@ def build_tracer_provider(exporter: SpanExporter | None = None) -> TracerProvide
     if exporter is not None:
         provider.add_span_processor(ExportingProcessor(exporter, **batch_settings()))
     return provider
+
+
+class _WithoutScope(LogRecordProcessor):
+    """A log record processor passing on every record except one scope's:
+    ADK's own log events (scope ``gcp.vertex.agent``), which repeat the
+    details event, never went anywhere before this provider existed."""
+
+    def __init__(self, inner: Any, scope: str) -> None:
+        self._inner = inner
+        self._scope = scope
+
+    def on_emit(self, log_record: Any) -> None:
+        scope = getattr(log_record, "instrumentation_scope", None)
+        if getattr(scope, "name", None) != self._scope:
+            self._inner.on_emit(log_record)
+
+    def shutdown(self) -> None:
+        self._inner.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return bool(self._inner.force_flush(timeout_millis))
 
 
 def exporting_processor(provider: Any) -> ExportingProcessor | None:

@@ -29,15 +29,16 @@ from google.adk.plugins.base_plugin import BasePlugin
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 
-from . import a2a, coexistence, sanitize
+from . import a2a, coexistence, details, sanitize
 from . import attributes as attrs
 from . import semconv as sc
 from .aborts import abort_reason
 from .content import ContentCapture, ContentSettings, Redactor
 from .content import resolve as resolve_content
+from .details import DetailsLog
 from .ledger import Entry
 from .metrics import TelemetryLedger, resolve_instruments
-from .pipeline import TelemetrySettings, resolve_tracer
+from .pipeline import TelemetrySettings, built_logger_provider, resolve_tracer
 from .propagation import run_parent
 from .runner import CURRENT_WATCH, RunWatch
 from .semconv import ADK_MODEL_CHUNKS, LIVE_MODEL_REQUEST_EVENT, Outcome
@@ -130,6 +131,8 @@ class AdkOtelPlugin(BasePlugin):
         capture_content: bool | str | None = None,
         content_max_length: int | None = None,
         redact: Redactor | None = None,
+        logger_provider: Any = None,
+        details_as_span_event: bool | None = None,
     ) -> None:
         super().__init__(name=name)
         self._hook_failures = 0
@@ -138,6 +141,8 @@ class AdkOtelPlugin(BasePlugin):
             tracer_provider=tracer_provider,
             keep_adk_spans=keep_adk_spans,
             meter_provider=meter_provider,
+            logger_provider=logger_provider,
+            details_as_span_event=details_as_span_event,
         )
         self._content_settings = ContentSettings(capture_content, content_max_length, redact)
         self._content: ContentCapture | None = None
@@ -169,6 +174,8 @@ class AdkOtelPlugin(BasePlugin):
         capture_content: bool | str | None = None,
         content_max_length: int | None = None,
         redact: Redactor | None = None,
+        logger_provider: Any = None,
+        details_as_span_event: bool | None = None,
     ) -> None:
         """Change the options passed (``None`` keeps an option as it is). Spans
         already open stay in the same bookkeeping and are ended by their own
@@ -178,6 +185,8 @@ class AdkOtelPlugin(BasePlugin):
             tracer_provider=_given(tracer_provider, settings.tracer_provider),
             keep_adk_spans=_given(keep_adk_spans, settings.keep_adk_spans),
             meter_provider=_given(meter_provider, settings.meter_provider),
+            logger_provider=_given(logger_provider, settings.logger_provider),
+            details_as_span_event=_given(details_as_span_event, settings.details_as_span_event),
         )
         self._content_settings = ContentSettings(
             _given(capture_content, content.capture),
@@ -192,6 +201,9 @@ class AdkOtelPlugin(BasePlugin):
         ledger.retarget(
             resolve_tracer(self._settings), resolve_instruments(self._settings.meter_provider)
         )
+        if ledger.details is not None:
+            ledger.details.flush()
+        ledger.details = self._details_log()
 
     def prepare(self) -> None:
         """Resolve the tracer provider now (``instrument()`` calls this)."""
@@ -208,8 +220,20 @@ class AdkOtelPlugin(BasePlugin):
                 resolve_tracer(self._settings),
                 resolve_instruments(self._settings.meter_provider),
             )
+            ledger.details = self._details_log()
             _end_at_exit(self)
         return ledger
+
+    def _details_log(self) -> DetailsLog | None:
+        """Where model calls' details events go as log records; None when
+        content capture has no EVENT mode, or they go as span events."""
+        content, settings = self._content, self._settings
+        if content is None or not content.on_event:
+            return None
+        if details.as_span_event(settings.details_as_span_event):
+            return None
+        log = details.resolve_logger(settings.logger_provider, built_logger_provider())
+        return DetailsLog(log) if log is not None else None
 
     @property
     def internal_errors(self) -> int:
@@ -589,6 +613,13 @@ class AdkOtelPlugin(BasePlugin):
         run = self._runs.get(id(invocation_context))
         if run is not None and not run.entry.ended:
             self._capture(run.entry, sc.GEN_AI_OUTPUT_MESSAGES, attrs.final_output_messages, event)
+        log = self._ledger.details
+        if log is not None and not getattr(event, "partial", False):
+            calls = attrs.function_call_ids(event)
+            if calls:
+                log.link(
+                    getattr(event, "invocation_id", None), getattr(event, "author", None), calls
+                )
 
     def _capture(
         self,
@@ -629,6 +660,8 @@ class AdkOtelPlugin(BasePlugin):
         try:
             if self._ledger_instance is not None:
                 self._ledger_instance.end_all(Outcome.INCOMPLETE, reason)
+                if self._ledger_instance.details is not None:
+                    self._ledger_instance.details.flush()
             for run in list(self._runs.values()):
                 self._forget(run)
             self._orphans.clear()

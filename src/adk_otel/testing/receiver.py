@@ -1,4 +1,5 @@
-"""A real OTLP trace receiver for tests: gRPC and HTTP/protobuf on loopback.
+"""A real OTLP trace receiver for tests: gRPC and HTTP/protobuf on loopback
+(and OTLP/HTTP logs, ``/v1/logs``).
 
 In-memory exporters prove what the SDK *would* send; this proves what goes
 over the wire. The standard OTLP exporters (or a collector in between) talk to
@@ -30,6 +31,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Literal, TypeVar
 
 import grpc
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
+    ExportLogsServiceRequest,
+    ExportLogsServiceResponse,
+)
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
@@ -38,6 +43,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import (
     TraceServiceServicer,
     add_TraceServiceServicer_to_server,
 )
+from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, Span
 
 __all__ = ["Behaviour", "OtlpReceiver", "poll_until"]
@@ -46,6 +52,7 @@ T = TypeVar("T")
 Behaviour = Literal["ok", "unavailable", "hang"]
 _BEHAVIOURS: tuple[str, ...] = ("ok", "unavailable", "hang")
 TRACES_PATH = "/v1/traces"
+LOGS_PATH = "/v1/logs"
 HANG_LIMIT = 60.0
 """Longest a hung export is held, so a forgotten receiver cannot pin threads forever."""
 
@@ -66,6 +73,8 @@ class OtlpReceiver:
         self.grpc_endpoint = ""
         self.http_endpoint = ""
         self.requests: list[ExportTraceServiceRequest] = []
+        self.log_requests: list[ExportLogsServiceRequest] = []
+        """Every OTLP/HTTP log export received (always acknowledged)."""
         self.headers: list[dict[str, str]] = []
         self.attempts = 0
         self._behaviour: Behaviour = "ok"
@@ -153,6 +162,28 @@ class OtlpReceiver:
         with self._cond:
             return _flatten(self.requests)
 
+    def log_records(self) -> list[LogRecord]:
+        """Every log record received so far (OTLP/HTTP, ``/v1/logs``), in arrival order."""
+        with self._cond:
+            return _flatten_logs(self.log_requests)
+
+    def wait_for_logs(self, count: int, timeout: float = 10.0) -> list[LogRecord]:
+        """Block until at least ``count`` log records arrived (no sleeping)."""
+        with self._cond:
+            if not self._cond.wait_for(
+                lambda: len(_flatten_logs(self.log_requests)) >= count, timeout
+            ):
+                raise TimeoutError(
+                    f"OTLP receiver: {len(_flatten_logs(self.log_requests))} log record(s) "
+                    f"within {timeout}s, expected at least {count}"
+                )
+            return _flatten_logs(self.log_requests)
+
+    def _received_logs(self, request: ExportLogsServiceRequest) -> None:
+        with self._cond:
+            self.log_requests.append(request)
+            self._cond.notify_all()
+
     def resource_spans(self) -> list[ResourceSpans]:
         with self._cond:
             return [rs for request in self.requests for rs in request.resource_spans]
@@ -160,6 +191,7 @@ class OtlpReceiver:
     def clear(self) -> None:
         with self._cond:
             self.requests.clear()
+            self.log_requests.clear()
             self.headers.clear()
             self.attempts = 0
 
@@ -250,6 +282,16 @@ def _flatten(requests: list[ExportTraceServiceRequest]) -> list[Span]:
     ]
 
 
+def _flatten_logs(requests: list[ExportLogsServiceRequest]) -> list[LogRecord]:
+    return [
+        record
+        for request in requests
+        for resource_logs in request.resource_logs
+        for scope_logs in resource_logs.scope_logs
+        for record in scope_logs.log_records
+    ]
+
+
 class _Servicer(TraceServiceServicer):
     def __init__(self, receiver: OtlpReceiver) -> None:
         self._receiver = receiver
@@ -274,8 +316,11 @@ def _handler_for(receiver: OtlpReceiver) -> type[BaseHTTPRequestHandler]:
 
         def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            if self.path.split("?", 1)[0] != TRACES_PATH:
-                return self._reply(404, b"only /v1/traces is served")
+            path = self.path.split("?", 1)[0]
+            if path == LOGS_PATH:
+                return self._logs(body)
+            if path != TRACES_PATH:
+                return self._reply(404, b"only /v1/traces and /v1/logs are served")
             content_type = self.headers.get("Content-Type", "").split(";", 1)[0].strip()
             if content_type != "application/x-protobuf":
                 return self._reply(415, b"only application/x-protobuf is supported")
@@ -289,6 +334,15 @@ def _handler_for(receiver: OtlpReceiver) -> type[BaseHTTPRequestHandler]:
             if behaviour == "ok":
                 return self._reply(200, ExportTraceServiceResponse().SerializeToString())
             return self._reply(503, f"OtlpReceiver: behaviour={behaviour}".encode())
+
+        def _logs(self, body: bytes) -> None:
+            request = ExportLogsServiceRequest()
+            try:
+                request.ParseFromString(_decompress(body, self.headers.get("Content-Encoding")))
+            except Exception as exc:
+                return self._reply(400, f"cannot decode body: {exc}".encode())
+            receiver._received_logs(request)
+            return self._reply(200, ExportLogsServiceResponse().SerializeToString())
 
         def _reply(self, status: int, payload: bytes) -> None:
             self.send_response(status)
