@@ -70,8 +70,11 @@ async def test_a_gemini_call_over_http(server, traced, stream) -> None:
         assert attributes[sc.GEN_AI_REQUEST_STREAM] is True
         assert attributes[sc.ADK_MODEL_CHUNKS] == 3
         assert ":streamGenerateContent" in requests[-1]["path"]
+        ttfc = attributes[sc.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK]
+        assert 0 < ttfc < (span.end_time - span.start_time) / 1e9
     else:
         assert sc.GEN_AI_REQUEST_STREAM not in attributes
+        assert sc.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK not in attributes
         assert requests[-1]["path"].endswith(":generateContent")
     (http,) = http_children(exporter, span)
     assert http_attribute(http, "http.request.method", "http.method") == "POST"

@@ -14,13 +14,15 @@ from typing import Any
 
 import pytest
 from google.adk.agents import LlmAgent
+from google.genai import types
 from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
+from opentelemetry.sdk.trace import TracerProvider
 
 from adk_otel import semconv as sc
 from adk_otel.content import CAPTURE_ENV
-from adk_otel.details import AS_SPAN_EVENT_ENV
-from adk_otel.testing.model import ScriptedModel, call, calls, fail, reply, stream
+from adk_otel.details import AS_SPAN_EVENT_ENV, DetailsLog
+from adk_otel.testing.model import ScriptedModel, Step, call, calls, fail, reply, stream
 from adk_otel.testing.receiver import OtlpReceiver
 
 from .harness import Recorded, run
@@ -252,3 +254,37 @@ def test_the_built_in_pipeline_exports_the_record_over_otlp() -> None:
                 if kv["type"].string_value == "tool_call":
                     found_ids.append(kv["id"].string_value)
     assert found_ids == [tool_id]
+
+
+async def test_an_id_the_model_gave_is_kept_and_matches_the_tool_span() -> None:
+    provider, exporter = logs()
+    given = Step(
+        parts=(
+            types.Part(
+                function_call=types.FunctionCall(id="toolu_7", name="lookup", args={"sku": "A"})
+            ),
+        )
+    )
+    rec = await run(
+        clerk(given, reply("ok")), capture_content="EVENT_ONLY", logger_provider=provider
+    )
+    (tool,) = rec.kind("tool")
+    assert tool.attributes[sc.GEN_AI_TOOL_CALL_ID] == "toolu_7"
+    (with_calls,) = [r for r in details(exporter) if tool_calls(r)]
+    assert [c["id"] for c in tool_calls(with_calls)] == ["toolu_7"]
+
+
+def test_a_record_still_waiting_when_its_run_ends_goes_out_without_ids() -> None:
+    provider, exporter = logs()
+    log = DetailsLog(provider.get_logger("test"))
+    span = TracerProvider().get_tracer("test").start_span("generate_content m")
+    output = [{"role": "assistant", "parts": [{"type": "tool_call", "id": None, "name": "a"}]}]
+    log.emit_or_hold(span, {sc.GEN_AI_OUTPUT_MESSAGES: output}, "inv-1", "clerk")
+    log.emit_or_hold(span, {sc.GEN_AI_OUTPUT_MESSAGES: output}, "inv-2", "clerk")
+    assert exporter.get_finished_logs() == ()
+    log.link("inv-1", "clerk", [("other", "adk-x")])  # names differ: not this record
+    log.flush("inv-1")
+    (flushed,) = details(exporter)
+    assert tool_calls(flushed)[0]["id"] is None
+    log.link("inv-2", "clerk", [("a", "adk-2")])
+    assert [tool_calls(r)[0]["id"] for r in details(exporter)] == [None, "adk-2"]
