@@ -288,3 +288,23 @@ def test_a_record_still_waiting_when_its_run_ends_goes_out_without_ids() -> None
     assert tool_calls(flushed)[0]["id"] is None
     log.link("inv-2", "clerk", [("a", "adk-2")])
     assert [tool_calls(r)[0]["id"] for r in details(exporter)] == [None, "adk-2"]
+
+
+def test_the_log_exporter_follows_the_otlp_variables(monkeypatch: pytest.MonkeyPatch) -> None:
+    from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter as Grpc
+    from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter as Http
+
+    from adk_otel.otel_env import otlp_log_exporter_from_env
+
+    monkeypatch.delenv("OTEL_EXPORTER_OTLP_PROTOCOL", raising=False)
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_LOGS_ENDPOINT", "http://127.0.0.1:9/v1/logs")
+    exporter = otlp_log_exporter_from_env()
+    assert isinstance(exporter, Http)
+    assert exporter._endpoint == "http://127.0.0.1:9/v1/logs"
+    exporter.shutdown()
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
+    exporter = otlp_log_exporter_from_env()
+    assert isinstance(exporter, Grpc)
+    exporter.shutdown()
+    monkeypatch.setenv("OTEL_LOGS_EXPORTER", "none")
+    assert otlp_log_exporter_from_env() is None
