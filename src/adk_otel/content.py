@@ -6,7 +6,8 @@ with the ``capture_content`` keyword or ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MES
 
 * ``NO_CONTENT`` (or ``false``): nothing is captured;
 * ``SPAN_ONLY`` (or ``true``): content as span attributes;
-* ``EVENT_ONLY``: content as one span event per span, emitted when it ends;
+* ``EVENT_ONLY``: content as events: a model call's details event (a log
+  record, or a span event: see ``details.py``), one span event on other spans;
 * ``SPAN_AND_EVENT``: both.
 
 Each value is serialized as the GenAI conventions' JSON, passed through the

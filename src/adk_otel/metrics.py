@@ -12,9 +12,12 @@ closes (swept, cancelled, closed early) get their numbers too:
   units and bucket advice: ``gen_ai.client.operation.duration``,
   ``gen_ai.client.token.usage``, ``gen_ai.invoke_agent.duration``,
   ``gen_ai.execute_tool.duration`` for operations that ended ok or in error
-  (with ``error.type``), and ``adk.invocation.count`` for every run by outcome.
+  (with ``error.type``), and ``adk.invocation.count`` for every run by outcome;
+  for streamed model calls ``gen_ai.client.operation.time_to_first_chunk`` and
+  ``.time_per_output_chunk`` (ADK records neither, so these are always adk-otel's).
 * **Content events** (content capture in an EVENT mode): one span event per
-  span, emitted as it ends, with everything captured for it.
+  span, emitted as it ends, with everything captured for it; a model call's
+  is the details event, a log record when a logger is set (``details.py``).
 
 ADK records the four ``gen_ai`` streams itself (meter scope
 ``gcp.vertex.agent``, global meter provider). To avoid doubles, ADK's meter is
