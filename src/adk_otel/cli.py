@@ -4,11 +4,21 @@
 
     adk-otel tree traces.jsonl                  # print the span tree(s)
     adk-otel tree traces.jsonl --normalized     # the snapshot form
+    adk-otel tree out/ 'traces-*.json.zst' --service shop --format json
     adk-otel check traces.jsonl --expect spec.yaml
     adk-otel demo [ARGS...]                     # run the bundled demo app
 
 ``FILE`` is OTLP JSON as the OpenTelemetry Collector's ``file`` exporter (or
 ``adk_otel.otlp_json.OtlpJsonFileExporter``) writes it; ``-`` reads stdin.
+Also read: the exporter's ``format: proto`` (length-prefixed protobuf) and
+``compression: zstd``, and gzip- or zstd-compressed files (recognized by
+their bytes, not their names; zstd needs ``pip install 'adk-otel[zstd]'``
+before Python 3.14). Give several FILEs, a directory (every file in it:
+a rotated set) or a quoted glob pattern; their spans are merged into traces.
+JSON Lines and protobuf are read as a stream (memory holds the spans kept).
+Filters: ``--trace-id ID`` and ``--service NAME`` (the resource's
+service.name) keep only matching spans; repeat one to allow several values.
+``--format json`` prints one JSON object (shape: docs/testing.md).
 Exit codes: 0 fine, 1 the check failed (the actual tree and every failed
 expectation are printed), 2 unusable input (one line on stderr).
 
@@ -50,6 +60,7 @@ any order). Concurrent siblings inside an ordered list: ``- unordered: [a, b]``.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import sys
@@ -58,7 +69,7 @@ from pathlib import Path
 from typing import Any
 
 from . import sanitize
-from .otlp_json import OtlpJsonError, loads_spans, read_spans
+from .otlp_json import OtlpJsonError
 from .query import (
     SpanQuery,
     SpecError,
@@ -68,6 +79,8 @@ from .query import (
     unknown_key,
 )
 from .render import render_normalized, render_tree
+from .report_json import check_json, forest_json
+from .trace_files import read_records
 from .trace_model import Forest, SpanRecord
 from .version import __version__
 
@@ -262,14 +275,49 @@ def run_check(records: list[SpanRecord], spec: Mapping[str, Any]) -> tuple[int, 
 # -- commands ------------------------------------------------------------------
 
 
-def _read(file: str) -> list[SpanRecord]:
-    if file == "-":
-        return loads_spans(sys.stdin.read(), source="<stdin>")
-    return read_spans(Path(file))
+_TRACE_ID = re.compile(r"[0-9a-f]{32}")
+
+
+def _read(args: argparse.Namespace) -> list[SpanRecord]:
+    """The spans of every FILE, only those the filters keep."""
+    trace_ids = {value.lower() for value in args.trace_id or ()}
+    for value in trace_ids:
+        if not _TRACE_ID.fullmatch(value):
+            raise UsageError(f"--trace-id {value!r}: a trace id is 32 hex digits")
+    services = set(args.service or ())
+    if not trace_ids and not services:
+        return read_records(args.files)
+    read = 0
+
+    def keep(record: SpanRecord) -> bool:
+        nonlocal read
+        read += 1
+        return (not trace_ids or record.trace_id in trace_ids) and (
+            not services or record.service in services
+        )
+
+    records = read_records(args.files, keep)
+    if not records:
+        raise UsageError(f"no span matches {_filters(args)} ({read} spans read)")
+    return records
+
+
+def _filters(args: argparse.Namespace) -> str:
+    given = [f"--trace-id {value}" for value in args.trace_id or ()]
+    given += [f"--service {value}" for value in args.service or ()]
+    return " ".join(given)
+
+
+def _json(document: object) -> str:
+    return json.dumps(document, ensure_ascii=False, indent=2) + "\n"
 
 
 def cmd_tree(args: argparse.Namespace) -> tuple[int, str]:
-    records = _read(args.file)
+    if args.normalized and args.format == "json":
+        raise UsageError("--normalized is a text form; use it without --format json")
+    records = _read(args)
+    if args.format == "json":
+        return EXIT_OK, _json(forest_json(Forest(records)))
     if args.normalized:
         return EXIT_OK, render_normalized(records)
     return EXIT_OK, render_tree(records, color=use_colour(args.color)) + "\n"
@@ -281,9 +329,12 @@ def cmd_check(args: argparse.Namespace) -> tuple[int, str]:
         run_check([], spec)  # a malformed spec is reported whatever the traces hold
     except SpecError as exc:
         raise UsageError(f"{args.expect}: {exc}") from None
-    records = _read(args.file)
+    records = _read(args)
     checked, failures, extra = run_check(records, spec)
     forest = Forest(records)
+    code = EXIT_FAILED if failures else EXIT_OK
+    if args.format == "json":
+        return code, _json(check_json(forest, checked, failures))
     summary = f"{len(forest)} spans in {len(forest.trace_ids())} trace(s)"
     if not failures:
         return EXIT_OK, f"adk-otel check: OK ({checked} expectations, {summary})\n"
@@ -327,9 +378,37 @@ def _colour_flag(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _input_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "files",
+        nargs="+",
+        metavar="FILE",
+        help="trace file (OTLP JSON Lines or protobuf, maybe gzip/zstd), a directory, "
+        "a quoted glob pattern, or - for stdin",
+    )
+    parser.add_argument(
+        "--trace-id",
+        action="append",
+        metavar="ID",
+        help="keep only spans of this trace (32 hex digits; repeatable)",
+    )
+    parser.add_argument(
+        "--service",
+        action="append",
+        metavar="NAME",
+        help="keep only spans this service emitted (resource service.name; repeatable)",
+    )
+    parser.add_argument(
+        "--format",
+        choices=("text", "json"),
+        default="text",
+        help="text (default) or one JSON object, for machines (shape: docs/testing.md)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog=PROG, description="Look at and check adk-otel traces in OTLP JSON files."
+        prog=PROG, description="Look at and check adk-otel traces in collector trace files."
     )
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -339,7 +418,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=_FILE_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    tree.add_argument("file", metavar="FILE", help="OTLP JSON (JSON Lines) file, or - for stdin")
+    _input_arguments(tree)
     tree.add_argument("--normalized", action="store_true", help="print the snapshot form")
     _colour_flag(tree)
     check = commands.add_parser(
@@ -348,7 +427,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=_FILE_HELP + "\n\n" + _SPEC_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    check.add_argument("file", metavar="FILE", help="OTLP JSON (JSON Lines) file, or - for stdin")
+    _input_arguments(check)
     check.add_argument("--expect", required=True, metavar="SPEC", help="YAML spec to check")
     _colour_flag(check)
     commands.add_parser("demo", help="run the demo app (arguments are passed on)")

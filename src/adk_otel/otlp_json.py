@@ -21,7 +21,7 @@ import dataclasses
 import json
 import re
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -110,73 +110,100 @@ class OtlpJsonFileExporter(SpanExporter):
 
 
 def read_spans(source: str | Path | IO[str]) -> list[SpanRecord]:
-    """Every span in an OTLP JSON file (path or open text file)."""
+    """Every span in a trace file (path, read as a stream; or an open text file)."""
     if isinstance(source, str | Path):
-        path = Path(source)
-        try:
-            data = path.read_bytes()
-        except FileNotFoundError:
-            raise OtlpJsonError(f"{path}: no such file") from None
-        except IsADirectoryError:
-            raise OtlpJsonError(f"{path}: is a directory, not an OTLP JSON file") from None
-        except OSError as exc:
-            raise OtlpJsonError(f"{path}: cannot read ({exc.strerror or exc})") from None
-        try:
-            text = data.decode("utf-8-sig")
-        except UnicodeDecodeError:
-            raise OtlpJsonError(f"{path}: not a text file, so not OTLP JSON") from None
-        return loads_spans(text, source=str(path))
+        from .trace_files import read_records
+
+        if Path(source).is_dir():
+            raise OtlpJsonError(f"{source}: is a directory, not an OTLP JSON file")
+        return read_records([str(source)])
     return loads_spans(source.read(), source=getattr(source, "name", "<input>"))
 
 
 def loads_spans(text: str, *, source: str = "<input>") -> list[SpanRecord]:
     """Every span in OTLP JSON text (JSON Lines or one document)."""
+    lines = text.removeprefix("\ufeff").splitlines(keepends=True)
     records: list[SpanRecord] = []
     traces_found = False
-    for line_no, document in _documents(text, source):
-        where = f"{source}: line {line_no}"
-        if not isinstance(document, dict):
-            raise OtlpJsonError(
-                f"{where}: not OTLP JSON (expected an object, got {type(document).__name__})"
-            )
-        if "resourceSpans" not in document:
-            if any(key in document for key in _OTHER_SIGNALS):
-                continue
-            keys = ", ".join(sorted(document)[:5]) or "none"
-            raise OtlpJsonError(f'{where}: not OTLP JSON traces (no "resourceSpans"; keys: {keys})')
-        traces_found = True
-        try:
-            records.extend(_traces(document))
-        except _Invalid as exc:
-            raise OtlpJsonError(f"{where}: not valid OTLP JSON ({exc})") from None
+    for where, document in iter_text_documents(lines, source):
+        found = document_records(document, where)
+        if found is not None:
+            traces_found = True
+            records += found
     if not traces_found:
         raise OtlpJsonError(f"{source}: holds metrics or logs only, no traces")
     return records
 
 
-def _documents(text: str, source: str) -> list[tuple[int, Any]]:
-    """``(line number, parsed JSON)`` for each document in ``text``."""
-    if not text.strip():
-        raise OtlpJsonError(f"{source}: empty, no OTLP JSON in it")
+def document_records(document: Any, where: str) -> list[SpanRecord] | None:
+    """The spans of one parsed OTLP JSON document; ``None`` for a document
+    holding only metrics, logs or profiles (a collector may write all
+    signals to one file)."""
+    if not isinstance(document, dict):
+        raise OtlpJsonError(
+            f"{where}: not OTLP JSON (expected an object, got {type(document).__name__})"
+        )
+    if "resourceSpans" not in document:
+        if any(key in document for key in _OTHER_SIGNALS):
+            return None
+        keys = ", ".join(sorted(document)[:5]) or "none"
+        raise OtlpJsonError(f'{where}: not OTLP JSON traces (no "resourceSpans"; keys: {keys})')
     try:
-        return [(text[: len(text) - len(text.lstrip())].count("\n") + 1, _loads(text, source))]
-    except json.JSONDecodeError as whole:
-        whole_error = whole
-    documents: list[tuple[int, Any]] = []
-    first_line = True
-    for line_no, line in enumerate(text.splitlines(), start=1):
+        return _traces(document)
+    except _Invalid as exc:
+        raise OtlpJsonError(f"{where}: not valid OTLP JSON ({exc})") from None
+
+
+def iter_text_documents(lines: Iterable[bytes | str], source: str) -> Iterator[tuple[str, Any]]:
+    """``(where, parsed JSON)`` for each document, one line at a time (JSON
+    Lines). If the first line is not JSON on its own, the input is taken as
+    one pretty-printed document and read whole."""
+    iterator = iter(lines)
+    line_no = 0
+    for raw in iterator:
+        line_no += 1
+        line = _text(raw, source, first=line_no == 1)
         if not line.strip():
             continue
         try:
-            documents.append((line_no, _loads(line, f"{source}: line {line_no}")))
+            document = _loads(line, source)
+        except json.JSONDecodeError:
+            yield _whole(line, iterator, line_no, source)
+            return
+        yield f"{source}: line {line_no}", document
+        break
+    else:
+        raise OtlpJsonError(f"{source}: empty, no OTLP JSON in it")
+    for raw in iterator:
+        line_no += 1
+        line = _text(raw, source, first=False)
+        if not line.strip():
+            continue
+        where = f"{source}: line {line_no}"
+        try:
+            document = _loads(line, where)
         except json.JSONDecodeError as exc:
-            error = exc
-            if first_line:
-                # Not JSON Lines from the start: report the whole-document error.
-                error, line_no = whole_error, whole_error.lineno
-            raise OtlpJsonError(f"{source}: line {line_no}: invalid JSON ({error.msg})") from None
-        first_line = False
-    return documents
+            raise OtlpJsonError(f"{where}: invalid JSON ({exc.msg})") from None
+        yield where, document
+
+
+def _text(raw: bytes | str, source: str, *, first: bool) -> str:
+    if isinstance(raw, str):
+        return raw
+    try:
+        return raw.decode("utf-8-sig" if first else "utf-8")
+    except UnicodeDecodeError:
+        raise OtlpJsonError(f"{source}: not a text file, so not OTLP JSON") from None
+
+
+def _whole(first: str, rest: Iterator[bytes | str], first_no: int, source: str) -> tuple[str, Any]:
+    """The input from ``first`` on as one JSON document."""
+    text = first + "".join(_text(raw, source, first=False) for raw in rest)
+    try:
+        return f"{source}: line {first_no}", _loads(text, source)
+    except json.JSONDecodeError as exc:
+        line_no = first_no + exc.lineno - 1
+        raise OtlpJsonError(f"{source}: line {line_no}: invalid JSON ({exc.msg})") from None
 
 
 def _loads(text: str, where: str) -> Any:

@@ -91,6 +91,12 @@ class SpanRecord:
         return self.attributes.get(sc.ADK_SPAN_KIND)
 
     @property
+    def service(self) -> str | None:
+        """The resource's ``service.name``: which service emitted the span."""
+        value = self.resource.get("service.name")
+        return value if isinstance(value, str) else None
+
+    @property
     def outcome(self) -> str | None:
         return self.attributes.get(sc.ADK_OUTCOME)
 

@@ -1,0 +1,290 @@
+"""Trace files as the OpenTelemetry Collector's ``file`` exporter leaves them.
+
+The exporter writes one of these, per file (rotation starts a new file
+``<name>-<timestamp>[-<reason>].<ext>`` next to the current one):
+
+* ``format: json`` (the default): one OTLP JSON object per line.
+* ``format: proto``: each ``TracesData`` message preceded by its length as
+  4 bytes, big-endian.
+* ``compression: zstd``: each message compressed as its own zstd frame and
+  length-prefixed, json or proto alike; with the exporter's native
+  compression, the whole file is one zstd stream holding the two formats
+  above. Users also gzip whole files.
+
+So a file is read by its bytes, not its name: gzip and zstd by their magic
+numbers, then JSON text or length-prefixed messages (a prefix starts with a
+byte below 0x09 for any message under 144 MiB; JSON text never does). Every
+input is read as a stream: JSON Lines one line at a time, messages one at a
+time, so memory holds the spans kept, not the file. A single pretty-printed
+JSON document is the exception: it is read whole.
+"""
+
+from __future__ import annotations
+
+import glob
+import gzip
+import io
+import sys
+import zlib
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+from .otlp_json import OtlpJsonError, document_records, iter_text_documents
+from .trace_model import SpanRecord
+
+GZIP_MAGIC = b"\x1f\x8b"
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+ZSTD_INSTALL = "pip install 'adk-otel[zstd]'"
+_PREFIX = 4
+_CHUNK = 1 << 20
+_GLOB_CHARS = frozenset("*?[")
+
+Keep = Callable[[SpanRecord], bool]
+
+
+# -- which files ---------------------------------------------------------------
+
+
+def expand(arguments: Sequence[str]) -> list[str]:
+    """Files named by the arguments: a file, ``-`` (stdin), a directory (the
+    files in it, not hidden ones, by name) or a glob pattern (expanded here,
+    so it may be quoted). A file named twice is read once."""
+    files: list[str] = []
+    for argument in arguments:
+        if argument == "-":
+            files.append(argument)
+        elif Path(argument).is_dir():
+            found = sorted(
+                str(path)
+                for path in Path(argument).iterdir()
+                if path.is_file() and not path.name.startswith(".")
+            )
+            if not found:
+                raise OtlpJsonError(f"{argument}: an empty directory, no trace files in it")
+            files += found
+        elif _GLOB_CHARS.intersection(argument) and not Path(argument).exists():
+            found = sorted(path for path in glob.glob(argument) if Path(path).is_file())
+            if not found:
+                raise OtlpJsonError(f"{argument}: no file matches this pattern")
+            files += found
+        else:
+            files.append(argument)
+    unique: dict[str, str] = {}
+    for file in files:
+        unique.setdefault(file if file == "-" else str(Path(file).resolve()), file)
+    return list(unique.values())
+
+
+def read_records(arguments: Sequence[str], keep: Keep | None = None) -> list[SpanRecord]:
+    """Every span in the files (``keep``: only those it accepts), merged."""
+    records: list[SpanRecord] = []
+    traces_found = False
+    for file in expand(arguments):
+        for found in _file_records(file):
+            if found is None:
+                traces_found = True
+            elif keep is None or keep(found):
+                records.append(found)
+    if not traces_found:
+        what = arguments[0] if len(arguments) == 1 else "the input files"
+        raise OtlpJsonError(f"{what}: holds metrics or logs only, no traces")
+    return records
+
+
+def _file_records(file: str) -> Iterator[SpanRecord | None]:
+    """The file's spans; ``None`` once for each document holding traces."""
+    if file == "-":
+        stdin: Any = getattr(sys.stdin, "buffer", None)
+        if stdin is None:  # a text-only stand-in for stdin
+            stdin = io.BytesIO(sys.stdin.read().encode("utf-8", "surrogateescape"))
+        yield from _stream_records(stdin, "<stdin>")
+        return
+    try:
+        handle = open(file, "rb")  # noqa: SIM115 (closed below, also on errors)
+    except FileNotFoundError:
+        raise OtlpJsonError(f"{file}: no such file") from None
+    except IsADirectoryError:
+        raise OtlpJsonError(f"{file}: is a directory, not a trace file") from None
+    except OSError as exc:
+        raise OtlpJsonError(f"{file}: cannot read ({exc.strerror or exc})") from None
+    with handle:
+        yield from _stream_records(handle, file)
+
+
+# -- how the bytes are packed ------------------------------------------------------
+
+
+def _stream_records(raw: IO[bytes], source: str) -> Iterator[SpanRecord | None]:
+    stream = io.BufferedReader(_Guarded(raw, source), buffer_size=_CHUNK)
+    head = stream.peek(4)[:4]
+    if head.startswith(GZIP_MAGIC):
+        inner = _Guarded(gzip.GzipFile(fileobj=stream, mode="rb"), source, "gzip")
+        stream = io.BufferedReader(inner, buffer_size=_CHUNK)
+    elif head == ZSTD_MAGIC:
+        inner = _Guarded(_zstd_stream(stream, source), source, "zstd")
+        stream = io.BufferedReader(inner, buffer_size=_CHUNK)
+    first = stream.peek(1)[:1]
+    if first and first[0] < 0x09:
+        yield from _framed_records(stream, source)
+    else:
+        for where, document in iter_text_documents(stream, source):
+            yield from _document(document, where)
+
+
+def _document(document: Any, where: str) -> Iterator[SpanRecord | None]:
+    records = document_records(document, where)
+    if records is not None:
+        yield None
+        yield from records
+
+
+def _framed_records(stream: IO[bytes], source: str) -> Iterator[SpanRecord | None]:
+    """Length-prefixed messages: protobuf ``TracesData``, or (the exporter's
+    per-message compression) zstd frames holding protobuf or OTLP JSON."""
+    from google.protobuf.message import DecodeError
+    from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
+
+    number = 0
+    while prefix := stream.read(_PREFIX):
+        number += 1
+        where = f"{source}: message {number}"
+        if len(prefix) < _PREFIX:
+            raise OtlpJsonError(f"{where}: truncated (a length prefix of {len(prefix)} bytes)")
+        size = int.from_bytes(prefix, "big")
+        payload = _read_exactly(stream, size)
+        if len(payload) < size:
+            raise OtlpJsonError(
+                f"{where}: the length prefix says {size} bytes but only {len(payload)} follow"
+                " (truncated, or not a trace file)"
+            )
+        if payload.startswith(ZSTD_MAGIC):
+            payload = _zstd_decompress(payload, where)
+        if payload.lstrip()[:1] == b"{":
+            yield from _message_json(payload, where)
+            continue
+        message = TracesData()
+        try:
+            message.ParseFromString(payload)
+        except DecodeError:
+            raise OtlpJsonError(f"{where}: not OTLP protobuf traces") from None
+        yield None
+        yield from SpanRecord.from_request(message)
+
+
+def _message_json(payload: bytes, where: str) -> Iterator[SpanRecord | None]:
+    for line_where, document in iter_text_documents(io.BytesIO(payload), where):
+        yield from _document(document, line_where)
+
+
+def _read_exactly(stream: IO[bytes], size: int) -> bytes:
+    """Up to ``size`` bytes, read in chunks: a hostile prefix never allocates
+    more than the input holds."""
+    parts: list[bytes] = []
+    left = size
+    while left:
+        part = stream.read(min(left, _CHUNK))
+        if not part:
+            break
+        parts.append(part)
+        left -= len(part)
+    return b"".join(parts)
+
+
+# -- compression -------------------------------------------------------------------
+
+
+class _Guarded(io.RawIOBase):
+    """A readable stream whose decompression and I/O errors become one line."""
+
+    def __init__(self, inner: Any, source: str, packing: str = "") -> None:
+        self._inner = inner
+        self._source = source
+        self._damaged = f"{source}: truncated or corrupt {packing} data".replace("  ", " ")
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        try:
+            data = self._inner.read(len(buffer))
+        except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+            raise OtlpJsonError(f"{self._damaged} ({_reason(exc)})") from None
+        except OtlpJsonError:
+            raise
+        except OSError as exc:
+            raise OtlpJsonError(f"{self._source}: cannot read ({exc.strerror or exc})") from None
+        except Exception as exc:  # zstd libraries raise their own error types
+            if type(exc).__name__ not in ("ZstdError", "ZstdDecompressionError"):
+                raise
+            raise OtlpJsonError(f"{self._damaged} ({_reason(exc)})") from None
+        buffer[: len(data)] = data
+        return len(data)
+
+
+def _reason(exc: BaseException) -> str:
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
+def _zstd_module(source: str) -> Any:
+    """The standard library's zstd (Python 3.14+), else ``zstandard``."""
+    try:
+        from compression import zstd  # type: ignore[import-not-found, unused-ignore]
+
+        return zstd
+    except ImportError:
+        pass
+    try:
+        import zstandard
+
+        return zstandard
+    except ImportError:
+        raise OtlpJsonError(
+            f"{source}: zstd-compressed; reading it needs zstd support: {ZSTD_INSTALL}"
+        ) from None
+
+
+def _zstd_stream(stream: IO[bytes], source: str) -> Any:
+    """A zstd stream of one or more frames (the exporter starts a frame per flush)."""
+    module = _zstd_module(source)
+    if module.__name__ == "zstandard":
+        return _StrictZstd(module, stream)
+    return module.ZstdFile(stream)
+
+
+class _StrictZstd:
+    """``zstandard``'s stream reader returns short data on a cut-off frame;
+    this one says so, as gzip and the standard library's zstd do."""
+
+    def __init__(self, module: Any, stream: IO[bytes]) -> None:
+        self._module = module
+        self._stream = stream
+        self._decompressor = module.ZstdDecompressor().decompressobj()
+        self._pending = b""
+        self._in_frame = False
+
+    def read(self, size: int) -> bytes:
+        while len(self._pending) < size:
+            data = self._stream.read(_CHUNK)
+            if not data:
+                if self._in_frame:
+                    raise self._module.ZstdError("input ends inside a zstd frame")
+                break
+            self._feed(data)
+        out, self._pending = self._pending[:size], self._pending[size:]
+        return out
+
+    def _feed(self, data: bytes) -> None:
+        while data:
+            self._in_frame = True
+            self._pending += self._decompressor.decompress(data)
+            if not self._decompressor.eof:
+                return
+            data = self._decompressor.unused_data
+            self._decompressor = self._module.ZstdDecompressor().decompressobj()
+            self._in_frame = False
+
+
+def _zstd_decompress(payload: bytes, where: str) -> bytes:
+    stream = _Guarded(_zstd_stream(io.BytesIO(payload), where), where, "zstd")
+    return io.BufferedReader(stream, buffer_size=_CHUNK).read()
