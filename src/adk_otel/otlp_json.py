@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import dataclasses
 import json
 import re
 import threading
@@ -240,19 +239,25 @@ def _traces(document: dict[str, Any]) -> list[SpanRecord]:
             scope_version = _string(scope.get("version"), f"{at_scope}.scope.version") or None
             for n, span in enumerate(_list(scope_spans, "spans", at_scope)):
                 at_span = f"{at_scope}.spans[{n}]"
-                record = _span(_object(span, at_span), at_span)
                 records.append(
-                    dataclasses.replace(
-                        record,
-                        resource=resource_attributes,
-                        scope=scope_name,
-                        scope_version=scope_version,
+                    _span(
+                        _object(span, at_span),
+                        at_span,
+                        resource_attributes,
+                        scope_name,
+                        scope_version,
                     )
                 )
     return records
 
 
-def _span(span: dict[str, Any], at: str) -> SpanRecord:
+def _span(
+    span: dict[str, Any],
+    at: str,
+    resource: dict[str, Any],
+    scope: str | None,
+    scope_version: str | None,
+) -> SpanRecord:
     status = _object(span.get("status") or {}, f"{at}.status")
     events: list[SpanEvent] = []
     for i, event in enumerate(_list(span, "events", at)):
@@ -277,6 +282,9 @@ def _span(span: dict[str, Any], at: str) -> SpanRecord:
         end_ns=_int64(span.get("endTimeUnixNano"), f"{at}.endTimeUnixNano") or None,
         attributes=_attributes(span, at),
         events=tuple(events),
+        resource=resource,
+        scope=scope,
+        scope_version=scope_version,
     )
 
 

@@ -80,25 +80,28 @@ def read_records(arguments: Sequence[str], keep: Keep | None = None) -> list[Spa
     """Every span in the files (``keep``: only those it accepts), merged."""
     records: list[SpanRecord] = []
     traces_found = False
-    for file in expand(arguments):
-        for found in _file_records(file):
+    files = expand(arguments)
+    for file in files:
+        # One of several files may be empty: the exporter's current file just
+        # after a rotation. A lone empty file is an error.
+        for found in _file_records(file, empty_ok=len(files) > 1):
             if found is None:
                 traces_found = True
             elif keep is None or keep(found):
                 records.append(found)
     if not traces_found:
-        what = arguments[0] if len(arguments) == 1 else "the input files"
+        what = files[0] if len(files) == 1 else ", ".join(arguments)
         raise OtlpJsonError(f"{what}: holds metrics or logs only, no traces")
     return records
 
 
-def _file_records(file: str) -> Iterator[SpanRecord | None]:
+def _file_records(file: str, *, empty_ok: bool) -> Iterator[SpanRecord | None]:
     """The file's spans; ``None`` once for each document holding traces."""
     if file == "-":
         stdin: Any = getattr(sys.stdin, "buffer", None)
         if stdin is None:  # a text-only stand-in for stdin
             stdin = io.BytesIO(sys.stdin.read().encode("utf-8", "surrogateescape"))
-        yield from _stream_records(stdin, "<stdin>")
+        yield from _stream_records(stdin, "<stdin>", empty_ok=empty_ok)
         return
     try:
         handle = open(file, "rb")  # noqa: SIM115 (closed below, also on errors)
@@ -109,13 +112,13 @@ def _file_records(file: str) -> Iterator[SpanRecord | None]:
     except OSError as exc:
         raise OtlpJsonError(f"{file}: cannot read ({exc.strerror or exc})") from None
     with handle:
-        yield from _stream_records(handle, file)
+        yield from _stream_records(handle, file, empty_ok=empty_ok)
 
 
 # -- how the bytes are packed ------------------------------------------------------
 
 
-def _stream_records(raw: IO[bytes], source: str) -> Iterator[SpanRecord | None]:
+def _stream_records(raw: IO[bytes], source: str, *, empty_ok: bool) -> Iterator[SpanRecord | None]:
     stream = io.BufferedReader(_Guarded(raw, source), buffer_size=_CHUNK)
     head = stream.peek(4)[:4]
     if head.startswith(GZIP_MAGIC):
@@ -125,6 +128,8 @@ def _stream_records(raw: IO[bytes], source: str) -> Iterator[SpanRecord | None]:
         inner = _Guarded(_zstd_stream(stream, source), source, "zstd")
         stream = io.BufferedReader(inner, buffer_size=_CHUNK)
     first = stream.peek(1)[:1]
+    if not first and empty_ok:
+        return
     if first and first[0] < 0x09:
         yield from _framed_records(stream, source)
     else:
