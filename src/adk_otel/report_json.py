@@ -33,11 +33,13 @@ def forest_json(forest: Forest) -> dict[str, Any]:
 
 def check_json(forest: Forest, checked: int, failures: list[str]) -> dict[str, Any]:
     """The check result plus the actual forest (as :func:`forest_json`)."""
+    document = forest_json(forest)
     return {
+        "version": document.pop("version"),
         "ok": not failures,
         "expectations": checked,
         "failures": list(failures),
-        **forest_json(forest),
+        **document,
     }
 
 
