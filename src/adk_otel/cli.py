@@ -1,4 +1,4 @@
-"""``adk-otel``: look at and check traces in OTLP JSON files.
+"""``adk-otel``: look at and check traces in collector trace files.
 
 ::
 

@@ -109,7 +109,8 @@ class OtlpJsonFileExporter(SpanExporter):
 
 
 def read_spans(source: str | Path | IO[str]) -> list[SpanRecord]:
-    """Every span in a trace file (path, read as a stream; or an open text file)."""
+    """Every span in a trace file: a path (streamed, in any layout
+    :mod:`adk_otel.trace_files` reads: gzip, zstd, protobuf) or an open text file."""
     if isinstance(source, str | Path):
         from .trace_files import read_records
 
