@@ -315,3 +315,13 @@ def test_json_lines_are_read_one_at_a_time(exported: Exported) -> None:
     for count in range(1, len(exported.requests) + 1):
         next(documents)
         assert len(consumed) == count
+
+
+def test_help_names_the_inputs_filters_and_json_output(capsys) -> None:
+    for command in ("tree", "check"):
+        assert main([command, "--help"]) == 0
+        out = capsys.readouterr().out
+        for text in ("--trace-id ID", "--service NAME", "--format {text,json}", "format: proto"):
+            assert text in out, (command, text)
+        assert "pip install 'adk-otel[zstd]'" in out
+        assert "a directory" in out and "glob" in out
