@@ -71,6 +71,7 @@ def test_a_rotated_set_reads_as_a_directory_a_glob_or_several_files(
     expected = normalized(capsys, str(whole))
     paths = write_rotated(tmp_path / "out", "traces.json", fmt, exported.requests)
     assert len(paths) == 3 and all(path.stat().st_size for path in paths)
+    (tmp_path / "out" / ".traces.json.swp").write_bytes(b"not a trace file")  # hidden: skipped
     assert normalized(capsys, str(tmp_path / "out")) == expected
     assert normalized(capsys, str(tmp_path / "out" / "traces*.json")) == expected
     assert normalized(capsys, *map(str, reversed(paths))) == expected
