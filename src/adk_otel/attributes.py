@@ -42,24 +42,48 @@ def _put(attributes: Attributes, key: str, value: Any) -> None:
         attributes[key] = value
 
 
-def invocation(invocation_context: Any) -> Attributes:
+def invocation(invocation_context: Any, workflow: str | None = None) -> Attributes:
+    """A run's attributes; ``workflow`` names its root when that is a graph
+    ``Workflow`` (an ``invoke_workflow`` operation). A run of an agent root has
+    no GenAI operation of its own: its root agent's ``invoke_agent`` span is
+    its child, and repeating that here would count the agent twice."""
     session = getattr(invocation_context, "session", None)
-    attributes: Attributes = {sc.ADK_SPAN_KIND: sc.SpanKind.INVOCATION.value}
+    attributes: Attributes = {
+        sc.ADK_SPAN_KIND: sc.SpanKind.INVOCATION.value,
+        sc.OPENINFERENCE_SPAN_KIND: sc.OI_CHAIN,
+    }
     _put(attributes, sc.ADK_APP_NAME, getattr(invocation_context, "app_name", None))
     _put(attributes, sc.ADK_INVOCATION_ID, getattr(invocation_context, "invocation_id", None))
     _put(attributes, sc.GEN_AI_CONVERSATION_ID, getattr(session, "id", None))
-    agent = getattr(invocation_context, "agent", None)
-    _put(attributes, sc.GEN_AI_AGENT_NAME, getattr(agent, "name", None))
+    if workflow is not None:
+        attributes[sc.GEN_AI_OPERATION_NAME] = sc.OP_INVOKE_WORKFLOW
+        attributes[sc.GEN_AI_WORKFLOW_NAME] = workflow
+    else:
+        agent = getattr(invocation_context, "agent", None)
+        _put(attributes, sc.GEN_AI_AGENT_NAME, getattr(agent, "name", None))
     return attributes
+
+
+def workflow_name(root: Any) -> str | None:
+    """The name of ``root`` if it is an ADK graph ``Workflow`` (ADK 2.x), else
+    ``None``: ``SequentialAgent`` and the other workflow *agents* are agents,
+    reported as ``invoke_agent``, as the conventions ask for ADK."""
+    if root is None or not _descends_from(type(root), "Workflow"):
+        return None
+    name = getattr(root, "name", None)
+    return name if isinstance(name, str) and name else None
 
 
 def invocation_span_name(invocation_context: Any) -> str:
     return f"invocation {getattr(invocation_context, 'app_name', None) or 'adk'}"
 
 
-def agent(agent_obj: Any, callback_context: Any, parent_name: str | None) -> Attributes:
+def agent(
+    agent_obj: Any, callback_context: Any, parent_name: str | None, latest: bool = False
+) -> Attributes:
     attributes: Attributes = {
         sc.ADK_SPAN_KIND: sc.SpanKind.AGENT.value,
+        sc.OPENINFERENCE_SPAN_KIND: sc.OI_AGENT,
         sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT,
         sc.ADK_AGENT_TYPE: type(agent_obj).__name__,
     }
@@ -69,7 +93,8 @@ def agent(agent_obj: Any, callback_context: Any, parent_name: str | None) -> Att
     model = _agent_model(agent_obj)
     if model is not None:
         model_str = getattr(model, "model", None)
-        _put(attributes, sc.GEN_AI_PROVIDER_NAME, provider_name(model, model_str))
+        if not latest:  # the current agent-span conventions dropped it
+            _put(attributes, sc.GEN_AI_PROVIDER_NAME, provider_name(model, model_str))
         _put(attributes, sc.GEN_AI_REQUEST_MODEL, model_str)
     _put(attributes, sc.ADK_INVOCATION_ID, getattr(callback_context, "invocation_id", None))
     session = getattr(callback_context, "session", None)
@@ -81,9 +106,10 @@ def model_name(llm_request: Any) -> str:
     return str(getattr(llm_request, "model", None) or "unknown")
 
 
-def model_request(callback_context: Any, llm_request: Any) -> Attributes:
+def model_request(callback_context: Any, llm_request: Any, latest: bool = False) -> Attributes:
     attributes: Attributes = {
         sc.ADK_SPAN_KIND: sc.SpanKind.MODEL.value,
+        sc.OPENINFERENCE_SPAN_KIND: sc.OI_LLM,
         sc.GEN_AI_OPERATION_NAME: sc.OP_GENERATE_CONTENT,
         sc.GEN_AI_REQUEST_MODEL: model_name(llm_request),
     }
@@ -100,7 +126,7 @@ def model_request(callback_context: Any, llm_request: Any) -> Attributes:
         attributes[sc.GEN_AI_REQUEST_STREAM] = True
     config = getattr(llm_request, "config", None)
     if config is not None:
-        _request_parameters(attributes, config)
+        _request_parameters(attributes, config, latest)
     return attributes
 
 
@@ -119,12 +145,15 @@ _REQUEST_PARAMETERS: tuple[tuple[str, str, type], ...] = (
 _OUTPUT_TYPES = {"application/json": "json", "text/plain": "text", "text/x.enum": "text"}
 
 
-def _request_parameters(attributes: Attributes, config: Any) -> None:
+def _request_parameters(attributes: Attributes, config: Any, latest: bool) -> None:
     """The request parameters an agent's ``generate_content_config`` set."""
     for field_name, key, kind in _REQUEST_PARAMETERS:
         value = getattr(config, field_name, None)
         if value is not None and (value.__class__ is int or value.__class__ is float):
             attributes[key] = kind(value)
+    if latest and sc.GEN_AI_REQUEST_TOP_K in attributes:
+        # The current conventions made top_k an int (it was a double).
+        attributes[sc.GEN_AI_REQUEST_TOP_K] = int(attributes[sc.GEN_AI_REQUEST_TOP_K])  # type: ignore[arg-type]
     stops = getattr(config, "stop_sequences", None)
     if stops:
         attributes[sc.GEN_AI_REQUEST_STOP_SEQUENCES] = tuple(str(s) for s in stops)
@@ -138,7 +167,7 @@ def _streams(run_config: Any) -> bool:
     return mode is not None and getattr(mode, "value", mode) == "sse"
 
 
-def model_response(llm_response: Any) -> Attributes:
+def model_response(llm_response: Any, latest: bool = False) -> Attributes:
     attributes: Attributes = {}
     _put(attributes, sc.GEN_AI_RESPONSE_MODEL, getattr(llm_response, "model_version", None))
     finish_reason = getattr(llm_response, "finish_reason", None)
@@ -163,7 +192,10 @@ def model_response(llm_response: Any) -> Attributes:
         )
         _put(
             attributes,
-            sc.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS,
+            # Renamed cache_write in the current conventions (see stability.py).
+            sc.GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS
+            if latest
+            else sc.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS,
             _optional_field(usage, "cache_creation_input_tokens"),
         )
         _put(attributes, sc.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS, thoughts)
@@ -194,6 +226,7 @@ def _sum(a: int | None, b: int | None) -> int | None:
 def tool(tool_obj: Any, tool_context: Any) -> Attributes:
     attributes: Attributes = {
         sc.ADK_SPAN_KIND: sc.SpanKind.TOOL.value,
+        sc.OPENINFERENCE_SPAN_KIND: sc.OI_TOOL,
         sc.GEN_AI_OPERATION_NAME: sc.OP_EXECUTE_TOOL,
     }
     _put(attributes, sc.GEN_AI_TOOL_NAME, getattr(tool_obj, "name", None))
@@ -440,6 +473,10 @@ def model_input_messages(llm_request: Any) -> list[dict[str, Any]]:
 
 def model_system_instructions(llm_request: Any) -> list[dict[str, Any]]:
     return content.system_instructions(request_system_instruction(llm_request))
+
+
+def model_tool_definitions(llm_request: Any) -> list[dict[str, Any]]:
+    return content.tool_definitions(getattr(getattr(llm_request, "config", None), "tools", None))
 
 
 def model_output_messages(llm_response: Any) -> list[dict[str, Any]] | None:

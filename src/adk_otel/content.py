@@ -287,3 +287,56 @@ def system_instructions(instruction: Any) -> list[dict[str, Any]]:
         return out
     converted = part(instruction)
     return [converted] if converted is not None else []
+
+
+# -- tool definitions offered to the model ------------------------------------
+
+
+def tool_definitions(tools: Any) -> list[dict[str, Any]]:
+    """A request's ``config.tools`` as ``gen_ai.tool.definitions``: a function
+    declaration as ``{"type": "function", "name", "description", "parameters"}``
+    (a JSON Schema), a built-in tool (Google Search, code execution, ...) as
+    ``{"type": <its field>, "name": <its field>}``, as the conventions record a
+    provider's own tools."""
+    out: list[dict[str, Any]] = []
+    for tool in tools or ():
+        declarations = getattr(tool, "function_declarations", None)
+        for declaration in declarations or ():
+            out.append(_function_definition(declaration))
+        dump = getattr(tool, "model_dump", None)
+        if callable(dump):
+            for field_name in dump(exclude_none=True):
+                if field_name != "function_declarations":
+                    out.append({"type": field_name, "name": field_name})
+        elif callable(tool) and (name := getattr(tool, "__name__", None)):
+            out.append({"type": "function", "name": name})
+    return out
+
+
+def _function_definition(declaration: Any) -> dict[str, Any]:
+    definition: dict[str, Any] = {"type": "function", "name": getattr(declaration, "name", None)}
+    description = getattr(declaration, "description", None)
+    if description:
+        definition["description"] = description
+    schema = getattr(declaration, "parameters_json_schema", None)
+    if schema is None:
+        parameters = getattr(declaration, "parameters", None)
+        dump = getattr(parameters, "model_dump", None)
+        if callable(dump):
+            schema = _json_schema_types(dump(mode="json", exclude_none=True, by_alias=True))
+    if schema is not None:
+        definition["parameters"] = schema
+    return definition
+
+
+def _json_schema_types(node: Any) -> Any:
+    """google-genai's ``Schema`` dump with JSON Schema's lower-case type names
+    (``OBJECT`` -> ``object``)."""
+    if isinstance(node, dict):
+        return {
+            k: v.lower() if k == "type" and isinstance(v, str) else _json_schema_types(v)
+            for k, v in node.items()
+        }
+    if isinstance(node, list):
+        return [_json_schema_types(v) for v in node]
+    return node

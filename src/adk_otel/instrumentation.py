@@ -101,9 +101,18 @@ def instrument(
     elif any(value is not None for value in options.values()):
         existing.configure(**options)
     existing.prepare()
+    existing.note_root(*_root_of(target))
     if hasattr(target, "plugin_manager"):
         runner_wrapper.wrap(target)
     return target
+
+
+def _root_of(target: Any) -> tuple[Any, Any]:
+    """``(app name, root node)`` of a Runner (``app_name``, ``agent``) or an
+    App (``name``, ``root_agent``): public on ADK 2.5 through 2.13."""
+    if hasattr(target, "plugin_manager"):
+        return getattr(target, "app_name", None), getattr(target, "agent", None)
+    return getattr(target, "name", None), getattr(target, "root_agent", None)
 
 
 def uninstrument(target: Target) -> Target:

@@ -292,15 +292,6 @@ class _Facts:
     """Seconds between consecutive streamed chunks (kept only for metrics)."""
 
 
-_USAGE_KEYS = (
-    sc.GEN_AI_USAGE_INPUT_TOKENS,
-    sc.GEN_AI_USAGE_OUTPUT_TOKENS,
-    sc.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS,
-    sc.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS,
-    sc.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS,
-)
-
-
 class TelemetryLedger(Ledger):
     """A :class:`Ledger` that also rolls usage up, records metrics and emits
     deferred content events (see the module doc)."""
@@ -370,7 +361,9 @@ class TelemetryLedger(Ledger):
         facts = self._facts.get(entry)
         if facts is None:
             return
-        usage = [(k, v) for k in _USAGE_KEYS if isinstance(v := attributes.get(k), int)]
+        usage = [
+            (k, v) for k, v in attributes.items() if k in sc.ROLLUP_USAGE and isinstance(v, int)
+        ]
         if usage:
             for totals in self._above(facts):
                 tokens = totals.tokens if totals.tokens is not None else {}

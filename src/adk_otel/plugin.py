@@ -29,7 +29,7 @@ from google.adk.plugins.base_plugin import BasePlugin
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 
-from . import a2a, coexistence, details, sanitize
+from . import a2a, coexistence, details, sanitize, stability
 from . import attributes as attrs
 from . import semconv as sc
 from .aborts import abort_reason
@@ -147,6 +147,11 @@ class AdkOtelPlugin(BasePlugin):
         self._content_settings = ContentSettings(capture_content, content_max_length, redact)
         self._content: ContentCapture | None = None
         """Active content policy; None (content capture off) skips all content work."""
+        self._latest = False
+        """``OTEL_SEMCONV_STABILITY_OPT_IN`` asks for the latest GenAI conventions."""
+        self._workflows: dict[str, str] = {}
+        """App name -> its root ``Workflow``'s name, for apps ``instrument()``
+        saw with one (ADK 2.13 gives a Workflow run no agent to read it from)."""
         self._ledger_instance: TelemetryLedger | None = None
         if tracer_provider is not None or not isinstance(
             trace.get_tracer_provider(), trace.ProxyTracerProvider
@@ -198,6 +203,7 @@ class AdkOtelPlugin(BasePlugin):
             self.prepare()
             return
         self._content = resolve_content(self._content_settings)
+        self._latest = stability.latest_gen_ai()
         ledger.retarget(
             resolve_tracer(self._settings), resolve_instruments(self._settings.meter_provider)
         )
@@ -216,6 +222,7 @@ class AdkOtelPlugin(BasePlugin):
         ledger = self._ledger_instance
         if ledger is None:
             self._content = resolve_content(self._content_settings)
+            self._latest = stability.latest_gen_ai()
             ledger = self._ledger_instance = TelemetryLedger(
                 resolve_tracer(self._settings),
                 resolve_instruments(self._settings.meter_provider),
@@ -234,6 +241,17 @@ class AdkOtelPlugin(BasePlugin):
             return None
         log = details.resolve_logger(settings.logger_provider, built_logger_provider())
         return DetailsLog(log) if log is not None else None
+
+    def note_root(self, app_name: Any, root: Any) -> None:
+        """The root node of an app this plugin traces (``instrument()`` passes
+        a Runner's or an App's): a ``Workflow`` root makes its runs
+        ``invoke_workflow``. Only the name is kept."""
+        name = attrs.workflow_name(root)
+        if isinstance(app_name, str) and app_name:
+            if name is not None:
+                self._workflows[app_name] = name
+            else:
+                self._workflows.pop(app_name, None)
 
     @property
     def internal_errors(self) -> int:
@@ -266,7 +284,7 @@ class AdkOtelPlugin(BasePlugin):
             attrs.invocation_span_name(invocation_context),
             parent_context=parent_context,
             kind=trace.SpanKind.SERVER if continued else trace.SpanKind.INTERNAL,
-            attributes=attrs.invocation(invocation_context),
+            attributes=attrs.invocation(invocation_context, self._workflow_of(invocation_context)),
             anchor=invocation_context,
         )
         run = _Run(
@@ -281,6 +299,13 @@ class AdkOtelPlugin(BasePlugin):
             run.watch.closers.append(functools.partial(self._close_run, run))
         self._watch_task(run)
         return run
+
+    def _workflow_of(self, invocation_context: Any) -> str | None:
+        # ADK (2.5 through 2.13) gives a run of a Workflow root no agent on
+        # its invocation context: the root is known from instrument() only.
+        if not self._workflows:
+            return None
+        return self._workflows.get(getattr(invocation_context, "app_name", None) or "")
 
     def _watch_task(self, run: _Run) -> None:
         """Plugin-only safety net (``adk web``, ``App``): if the task that
@@ -407,7 +432,7 @@ class AdkOtelPlugin(BasePlugin):
             # A remote agent's span is the client side of a call to another service.
             kind=trace.SpanKind.CLIENT if attrs.is_remote_agent(agent) else trace.SpanKind.INTERNAL,
             attributes=(
-                attrs.agent(agent, callback_context, getattr(ancestor, "name", None))
+                attrs.agent(agent, callback_context, getattr(ancestor, "name", None), self._latest)
                 if self._ledger.will_record(parent)
                 else attrs.AGENT_KIND_ONLY
             ),
@@ -498,7 +523,7 @@ class AdkOtelPlugin(BasePlugin):
             parent=parent,
             kind=trace.SpanKind.CLIENT,
             attributes=(
-                attrs.model_request(callback_context, llm_request)
+                attrs.model_request(callback_context, llm_request, self._latest)
                 if self._ledger.will_record(parent)
                 else attrs.MODEL_KIND_ONLY
             ),
@@ -517,6 +542,9 @@ class AdkOtelPlugin(BasePlugin):
                 llm_request,
                 event,
             )
+            self._capture(
+                entry, sc.GEN_AI_TOOL_DEFINITIONS, attrs.model_tool_definitions, llm_request, event
+            )
 
     @_never_raises
     def after_model_callback(self, *, callback_context: Any, llm_response: Any) -> None:
@@ -530,7 +558,7 @@ class AdkOtelPlugin(BasePlugin):
             return
         if not entry.updates:
             self._ledger.chunk(entry, final=True)
-        response = sanitize.attributes(attrs.model_response(llm_response)) or {}
+        response = sanitize.attributes(attrs.model_response(llm_response, self._latest)) or {}
         entry.span.set_attributes(response)
         self._ledger.responded(entry, response)
         if self._content is not None:

@@ -41,6 +41,7 @@ ADK_USAGE_INPUT_TOKENS = "adk.usage.input_tokens"
 ADK_USAGE_OUTPUT_TOKENS = "adk.usage.output_tokens"
 ADK_USAGE_CACHE_READ_INPUT_TOKENS = "adk.usage.cache_read.input_tokens"
 ADK_USAGE_CACHE_CREATION_INPUT_TOKENS = "adk.usage.cache_creation.input_tokens"
+ADK_USAGE_CACHE_WRITE_INPUT_TOKENS = "adk.usage.cache_write.input_tokens"
 ADK_USAGE_REASONING_OUTPUT_TOKENS = "adk.usage.reasoning.output_tokens"
 """Token totals on agent and invocation spans (every model call under them).
 Not ``gen_ai.usage.*``: backends that sum usage over all spans (Langfuse,
@@ -77,6 +78,9 @@ GEN_AI_TOOL_TYPE = "gen_ai.tool.type"
 GEN_AI_TOOL_DESCRIPTION = "gen_ai.tool.description"
 GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS = "gen_ai.usage.cache_read.input_tokens"
 GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS = "gen_ai.usage.cache_creation.input_tokens"
+GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS = "gen_ai.usage.cache_write.input_tokens"
+"""The current conventions' name for cache writes (was ``cache_creation``):
+written instead of it only under ``OTEL_SEMCONV_STABILITY_OPT_IN`` (stability.py)."""
 GEN_AI_USAGE_REASONING_OUTPUT_TOKENS = "gen_ai.usage.reasoning.output_tokens"
 GEN_AI_TOKEN_TYPE = "gen_ai.token.type"
 GEN_AI_INPUT_MESSAGES = "gen_ai.input.messages"
@@ -84,6 +88,8 @@ GEN_AI_OUTPUT_MESSAGES = "gen_ai.output.messages"
 GEN_AI_SYSTEM_INSTRUCTIONS = "gen_ai.system_instructions"
 GEN_AI_TOOL_CALL_ARGUMENTS = "gen_ai.tool.call.arguments"
 GEN_AI_TOOL_CALL_RESULT = "gen_ai.tool.call.result"
+GEN_AI_TOOL_DEFINITIONS = "gen_ai.tool.definitions"
+GEN_AI_WORKFLOW_NAME = "gen_ai.workflow.name"
 GEN_AI_INFERENCE_DETAILS_EVENT = "gen_ai.client.inference.operation.details"
 ERROR_TYPE = "error.type"
 
@@ -92,6 +98,7 @@ ROLLUP_USAGE = {
     GEN_AI_USAGE_OUTPUT_TOKENS: ADK_USAGE_OUTPUT_TOKENS,
     GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: ADK_USAGE_CACHE_READ_INPUT_TOKENS,
     GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS: ADK_USAGE_CACHE_CREATION_INPUT_TOKENS,
+    GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS: ADK_USAGE_CACHE_WRITE_INPUT_TOKENS,
     GEN_AI_USAGE_REASONING_OUTPUT_TOKENS: ADK_USAGE_REASONING_OUTPUT_TOKENS,
 }
 """A model call's usage attribute -> the name of its total on the spans above."""
@@ -107,8 +114,20 @@ MCP_TOOL_ERROR = "tool_error"
 """``error.type`` of an MCP tool call whose result has ``isError`` (MCP conventions)."""
 
 OP_INVOKE_AGENT = "invoke_agent"
+OP_INVOKE_WORKFLOW = "invoke_workflow"
 OP_EXECUTE_TOOL = "execute_tool"
 OP_GENERATE_CONTENT = "generate_content"
+
+# How LLM-observability viewers classify a span. Arize Phoenix and Langfuse
+# read this OpenInference attribute before gen_ai.operation.name (which has no
+# value for a run of an agent root, and which neither maps for invoke_workflow);
+# without it Phoenix shows a run as UNKNOWN, or as an LLM call once it carries
+# captured messages. See docs/collector.md.
+OPENINFERENCE_SPAN_KIND = "openinference.span.kind"
+OI_CHAIN = "CHAIN"
+OI_AGENT = "AGENT"
+OI_LLM = "LLM"
+OI_TOOL = "TOOL"
 
 # gen_ai.provider.name values (GenAI registry); LiteLLM prefixes outside it pass through.
 PROVIDER_GEMINI = "gcp.gemini"

@@ -229,3 +229,71 @@ async def test_fan_out_to_two_agent_nodes(recorder, caplog):
         (model_span,) = [s for s in recorder.named(MODEL) if recorder.parent_of(s) is agent_span]
         assert model_span.attributes["gen_ai.agent.name"] == name
     one_trace(recorder)
+
+
+# -- what the invocation span says the run was ----------------------------------------
+
+
+def assert_workflow_run(invocation: Any, name: str) -> None:
+    assert invocation.attributes["gen_ai.operation.name"] == "invoke_workflow"
+    assert invocation.attributes["gen_ai.workflow.name"] == name
+    # The workflow is no agent: the agents it runs are its invoke_agent children.
+    assert "gen_ai.agent.name" not in invocation.attributes
+    assert invocation.attributes["openinference.span.kind"] == "CHAIN"
+
+
+async def test_a_workflow_root_is_an_invoke_workflow_run(recorder, caplog):
+    result = await drive(flow_runner(prepare, writer()))
+
+    assert result.error is None
+    assert_clean(recorder, caplog.records)
+    assert_workflow_run(recorder.one(INV), "flow")
+    agent = recorder.one("invoke_agent writer")
+    assert agent.attributes["gen_ai.operation.name"] == "invoke_agent"
+    assert recorder.parent_of(agent) is recorder.one(INV)
+
+
+async def test_an_app_with_a_workflow_root_is_an_invoke_workflow_run(recorder, caplog):
+    """instrument(App) before the Runner is built: the App names the root."""
+    from google.adk.apps import App
+
+    app = adk_otel.instrument(
+        App(name=APP, root_agent=Workflow(name="flow", edges=[("START", prepare, writer())]))
+    )
+    result = await drive(InMemoryRunner(app=app))
+
+    assert result.error is None
+    assert_clean(recorder, caplog.records)
+    assert_workflow_run(recorder.one(INV), "flow")
+
+
+async def test_agent_roots_are_no_workflow_runs(recorder, caplog):
+    """ADK's workflow *agents* (Sequential, Parallel, Loop) are agents: the
+    conventions ask ADK to report them as invoke_agent, never invoke_workflow."""
+    from google.adk.agents import LoopAgent, ParallelAgent, SequentialAgent
+
+    roots = [
+        writer(),
+        SequentialAgent(name="steps", sub_agents=[writer()]),
+        ParallelAgent(name="fan", sub_agents=[writer()]),
+        LoopAgent(name="loop", max_iterations=1, sub_agents=[writer()]),
+    ]
+    for root in roots:
+        runner = adk_otel.instrument(InMemoryRunner(agent=root, app_name=APP))
+        result = await drive(runner)
+        assert result.error is None
+
+    assert_clean(recorder, caplog.records)
+    invocations = recorder.named(INV)
+    assert [s.attributes["gen_ai.agent.name"] for s in invocations] == [r.name for r in roots]
+    for span in invocations:
+        assert "gen_ai.operation.name" not in span.attributes
+        assert "gen_ai.workflow.name" not in span.attributes
+        assert span.attributes["openinference.span.kind"] == "CHAIN"
+    for root in roots[1:]:
+        agent = recorder.one(f"invoke_agent {root.name}")
+        assert agent.attributes["gen_ai.operation.name"] == "invoke_agent"
+        assert agent.attributes["adk.agent.type"] == type(root).__name__
+    writers = recorder.named("invoke_agent writer")
+    assert len(writers) == 4
+    assert {s.attributes["gen_ai.operation.name"] for s in writers} == {"invoke_agent"}

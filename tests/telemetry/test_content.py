@@ -31,6 +31,7 @@ CONTENT_KEYS = (
     sc.GEN_AI_SYSTEM_INSTRUCTIONS,
     sc.GEN_AI_TOOL_CALL_ARGUMENTS,
     sc.GEN_AI_TOOL_CALL_RESULT,
+    sc.GEN_AI_TOOL_DEFINITIONS,
 )
 
 
@@ -159,6 +160,8 @@ async def test_event_only_mode_keeps_content_off_span_attributes() -> None:
         assert event.attributes[sc.GEN_AI_OPERATION_NAME] == "generate_content"
         assert event.attributes[sc.GEN_AI_REQUEST_MODEL] == "scripted-model"
         assert {sc.GEN_AI_INPUT_MESSAGES, sc.GEN_AI_OUTPUT_MESSAGES} <= set(event.attributes)
+        offered_tools = span.attributes[sc.GEN_AI_AGENT_NAME] == "clerk"  # the helper has none
+        assert (sc.GEN_AI_TOOL_DEFINITIONS in event.attributes) is offered_tools
     (tool_event,) = rec.one("execute_tool lookup").events
     assert tool_event.name == sc.ADK_CONTENT_EVENT
     assert ARGUMENT in tool_event.attributes[sc.GEN_AI_TOOL_CALL_ARGUMENTS]
@@ -285,3 +288,57 @@ async def test_per_event_hook_does_nothing_while_capture_is_off(
     rec = await run_shop(capture_content=capture)
     assert rec.events, "the run must have produced events"
     assert bool(calls) is expect_work
+
+
+# -- tool definitions -------------------------------------------------------------------------
+
+
+def definitions(span: Any) -> list[dict[str, Any]]:
+    return json.loads(span.attributes[sc.GEN_AI_TOOL_DEFINITIONS])  # type: ignore[no-any-return]
+
+
+async def test_model_spans_list_the_tools_offered_in_the_conventions_format() -> None:
+    from google.adk.tools import google_search
+
+    from .harness import ScriptedGemini
+
+    agent = LlmAgent(
+        name="clerk",
+        model=ScriptedGemini(script=[call("lookup", {"sku": "A1"}), reply("done")]),
+        tools=[lookup, google_search],
+    )
+    rec = await run(agent, capture_content=True)
+    for span in rec.kind("model"):  # every call is offered the same tools
+        function, builtin = definitions(span)
+        assert function["type"] == "function"
+        assert function["name"] == "lookup"
+        assert function["description"] == "Stock level for a SKU."
+        parameters = function["parameters"]
+        assert parameters["type"] == "object"
+        assert parameters["properties"]["sku"]["type"] == "string"
+        assert parameters["required"] == ["sku"]
+        # A provider's built-in tool: its own type, as the conventions record them.
+        assert builtin == {"type": "google_search", "name": "google_search"}
+    # Only model calls are offered tools.
+    for span in rec.spans:
+        if span.attributes[sc.ADK_SPAN_KIND] != "model":
+            assert sc.GEN_AI_TOOL_DEFINITIONS not in span.attributes
+
+
+async def test_tool_definitions_are_content_bounded_and_redacted_like_it() -> None:
+    assert sc.GEN_AI_TOOL_DEFINITIONS not in (await run_shop()).kind("model")[0].attributes
+    seen: list[str] = []
+
+    def redact(key: str, value: str) -> str:
+        seen.append(key)
+        return value.replace("Stock level", "REDACTED")
+
+    rec = await run_shop(capture_content=True, redact=redact, content_max_length=60)
+    value = str(rec.kind("model")[0].attributes[sc.GEN_AI_TOOL_DEFINITIONS])
+    assert sc.GEN_AI_TOOL_DEFINITIONS in seen
+    assert len(value) == 60 and value.endswith(TRUNCATION_MARKER)
+    assert "Stock level" not in value
+
+    rec = await run_shop(capture_content=True)
+    names = [d["name"] for d in definitions(rec.kind("model")[0])]
+    assert names == ["lookup", "helper"]  # an AgentTool is offered as a function
