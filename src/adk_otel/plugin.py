@@ -151,7 +151,7 @@ class AdkOtelPlugin(BasePlugin):
         """``OTEL_SEMCONV_STABILITY_OPT_IN`` asks for the latest GenAI conventions."""
         self._workflows: dict[str, str] = {}
         """App name -> its root ``Workflow``'s name, for apps ``instrument()``
-        saw with one (ADK 2.13 gives a Workflow run no agent to read it from)."""
+        saw with one (ADK 2.5 through 2.13 give a Workflow run no agent to read)."""
         self._ledger_instance: TelemetryLedger | None = None
         if tracer_provider is not None or not isinstance(
             trace.get_tracer_provider(), trace.ProxyTracerProvider
