@@ -342,3 +342,16 @@ async def test_tool_definitions_are_content_bounded_and_redacted_like_it() -> No
     rec = await run_shop(capture_content=True)
     names = [d["name"] for d in definitions(rec.kind("model")[0])]
     assert names == ["lookup", "helper"]  # an AgentTool is offered as a function
+
+
+async def test_tool_definitions_go_into_the_details_record_structured() -> None:
+    from .test_details_event import details, logs
+
+    provider, exporter = logs()
+    rec = await run_shop(capture_content="EVENT_ONLY", logger_provider=provider)
+    clerk_calls = [s for s in rec.kind("model") if s.attributes[sc.GEN_AI_AGENT_NAME] == "clerk"]
+    records = {r.span_id: r for r in details(exporter)}
+    for span in clerk_calls:
+        offered = records[span.context.span_id].attributes[sc.GEN_AI_TOOL_DEFINITIONS]
+        assert [d["name"] for d in offered] == ["lookup", "helper"]
+        assert offered[0]["parameters"]["properties"]["sku"]["type"] == "string"
