@@ -20,8 +20,8 @@ reached from outside. Phoenix's telemetry is switched off either way.
 
 Usage::
 
-    python3 -m venv /tmp/phoenix && /tmp/phoenix/bin/pip install arize-phoenix
-    python benchmarks/phoenix_check.py --phoenix /tmp/phoenix/bin/phoenix
+    python3 -m venv .venv-phoenix && .venv-phoenix/bin/pip install arize-phoenix
+    python benchmarks/phoenix_check.py --phoenix .venv-phoenix/bin/phoenix
 """
 
 from __future__ import annotations
@@ -204,6 +204,7 @@ def main(argv: list[str]) -> int:
     if binary is None:
         print(f"phoenix_check: {args.phoenix!r} not found; see --help", file=sys.stderr)
         return 2
+    binary = os.path.abspath(binary)
     in_own_network_namespace([__file__, "--phoenix", binary])
     with tempfile.TemporaryDirectory(prefix="phoenix-check-") as tmp:
         process, base = start_phoenix(binary, Path(tmp))
