@@ -16,8 +16,12 @@ their bytes, not their names; zstd needs ``pip install 'adk-otel[zstd]'``
 before Python 3.14). Give several FILEs, a directory (every file in it:
 a rotated set) or a quoted glob pattern; their spans are merged into traces.
 JSON Lines and protobuf are read as a stream (memory holds the spans kept).
-Filters: ``--trace-id ID`` and ``--service NAME`` (the resource's
-service.name) keep only matching spans; repeat one to allow several values.
+Filters keep whole traces: ``--trace-id ID`` that trace; ``--service NAME``
+every trace with a span of that service (the resource's service.name), all
+its services' spans included. Repeat one to allow several values; given
+both, both must hold. With ``--service``, files are read twice (first for
+the trace ids), so memory still holds only the traces kept; stdin is read
+once, its spans held until the end.
 ``--format json`` prints one JSON object (shape: docs/testing.md).
 Exit codes: 0 fine, 1 the check failed (the actual tree and every failed
 expectation are printed), 2 unusable input (one line on stderr).
@@ -80,7 +84,7 @@ from .query import (
 )
 from .render import render_normalized, render_tree
 from .report_json import check_json, forest_json
-from .trace_files import read_records
+from .trace_files import read_records, read_traces
 from .trace_model import Forest, SpanRecord
 from .version import __version__
 
@@ -279,7 +283,7 @@ _TRACE_ID = re.compile(r"[0-9a-f]{32}")
 
 
 def _read(args: argparse.Namespace) -> list[SpanRecord]:
-    """The spans of every FILE, only those the filters keep."""
+    """The spans of every FILE, only the traces the filters keep."""
     trace_ids = {value.lower() for value in args.trace_id or ()}
     for value in trace_ids:
         if not _TRACE_ID.fullmatch(value):
@@ -296,7 +300,10 @@ def _read(args: argparse.Namespace) -> list[SpanRecord]:
             not services or record.service in services
         )
 
-    records = read_records(args.files, keep)
+    if services:  # whole traces, as a trace search by service finds them
+        records = read_traces(args.files, keep, trace_ids or None)
+    else:
+        records = read_records(args.files, keep)
     if not records:
         raise UsageError(f"no span matches {_filters(args)} ({read} spans read)")
     return records
@@ -390,13 +397,14 @@ def _input_arguments(parser: argparse.ArgumentParser) -> None:
         "--trace-id",
         action="append",
         metavar="ID",
-        help="keep only spans of this trace (32 hex digits; repeatable)",
+        help="keep only this trace (32 hex digits; repeatable)",
     )
     parser.add_argument(
         "--service",
         action="append",
         metavar="NAME",
-        help="keep only spans this service emitted (resource service.name; repeatable)",
+        help="keep every trace with a span of this service (resource service.name), "
+        "whole; repeatable",
     )
     parser.add_argument(
         "--format",

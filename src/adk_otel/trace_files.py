@@ -16,7 +16,8 @@ numbers, then JSON text or length-prefixed messages (a prefix starts with a
 byte below 0x09 for any message under 144 MiB; JSON text never does). Every
 input is read as a stream: JSON Lines one line at a time, messages one at a
 time, so memory holds the spans kept, not the file. A single pretty-printed
-JSON document is the exception: it is read whole.
+JSON document is the exception: it is read whole. :func:`read_traces` reads
+files twice to keep whole traces in the same bounded memory.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import gzip
 import io
 import sys
 import zlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Container, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -78,21 +79,58 @@ def expand(arguments: Sequence[str]) -> list[str]:
 
 def read_records(arguments: Sequence[str], keep: Keep | None = None) -> list[SpanRecord]:
     """Every span in the files (``keep``: only those it accepts), merged."""
-    records: list[SpanRecord] = []
-    traces_found = False
+    return [
+        record for _, record in _spans(expand(arguments), arguments) if keep is None or keep(record)
+    ]
+
+
+def read_traces(
+    arguments: Sequence[str], wanted: Keep, trace_ids: Container[str] | None = None
+) -> list[SpanRecord]:
+    """Whole traces: every span of each trace in which ``wanted`` accepts a
+    span (``wanted`` is asked once per span), as a trace search finds them.
+
+    Memory holds the traces kept, not the files: a first pass over the files
+    collects the matching trace ids, a second reads those traces' spans.
+    Stdin cannot be read twice: its spans (only those of ``trace_ids``, if
+    given) are held by trace until the end, then the matching traces kept.
+    """
     files = expand(arguments)
+    matched: set[str] = set()
+    from_stdin: dict[str, list[SpanRecord]] = {}
+    for file, record in _spans(files, arguments):
+        if wanted(record):
+            matched.add(record.trace_id)
+        if file == "-" and (trace_ids is None or record.trace_id in trace_ids):
+            from_stdin.setdefault(record.trace_id, []).append(record)
+    records: list[SpanRecord] = []
+    if not matched:
+        return records
+    for file in files:
+        if file == "-":
+            records += [r for trace, held in from_stdin.items() if trace in matched for r in held]
+            continue
+        # The first pass rejected a lone empty file; none is an error now.
+        for found in _file_records(file, empty_ok=True):
+            if found is not None and found.trace_id in matched:
+                records.append(found)
+    return records
+
+
+def _spans(files: Sequence[str], arguments: Sequence[str]) -> Iterator[tuple[str, SpanRecord]]:
+    """Each span with the file it came from; an error if no file held traces."""
+    traces_found = False
     for file in files:
         # One of several files may be empty: the exporter's current file just
         # after a rotation. A lone empty file is an error.
         for found in _file_records(file, empty_ok=len(files) > 1):
             if found is None:
                 traces_found = True
-            elif keep is None or keep(found):
-                records.append(found)
+            else:
+                yield file, found
     if not traces_found:
         what = files[0] if len(files) == 1 else ", ".join(arguments)
         raise OtlpJsonError(f"{what}: holds metrics or logs only, no traces")
-    return records
 
 
 def _file_records(file: str, *, empty_ok: bool) -> Iterator[SpanRecord | None]:

@@ -89,3 +89,61 @@ def exported() -> Exported:
             records += [SpanRecord.from_readable(span) for span in memory.get_finished_spans()]
         receiver.wait_for(len(records))
         return Exported(list(receiver.requests), records)
+
+
+def _provider(service: str, endpoint: str, memory: InMemorySpanExporter) -> TracerProvider:
+    provider = TracerProvider(resource=Resource.create({"service.name": service}))
+    provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=endpoint, timeout=5)))
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    return provider
+
+
+@pytest.fixture(scope="module")
+def crossing() -> Exported:
+    """Traces that cross services, exported over OTLP/HTTP to the test receiver.
+
+    "shop"'s agent calls a tool ``charge`` that runs "billing"'s agent (its own
+    runner, instrumented with its own provider): billing's invocation continues
+    the context of shop's tool span, as a served remote agent continues its
+    caller's. Then one shop run and one billing run alone: three traces, one
+    holding both services.
+    """
+    memory = InMemorySpanExporter()
+    with OtlpReceiver() as receiver:
+        shop = _provider("shop", receiver.http_endpoint, memory)
+        billing = _provider("billing", receiver.http_endpoint, memory)
+
+        def billing_runner() -> InMemoryRunner:
+            model = ScriptedModel(script=[call("lookup", {"sku": "A1"}), reply("charged")])
+            agent = LlmAgent(name="payments", model=model, tools=[lookup])
+            return instrument(
+                InMemoryRunner(agent=agent, app_name="billing"), tracer_provider=billing
+            )
+
+        async def charge(sku: str) -> str:
+            """Charge for a SKU (billing runs it)."""
+            await _run(billing_runner(), "billing")
+            return "charged"
+
+        model = ScriptedModel(script=[call("charge", {"sku": "A1"}), reply("done")])
+        agent = LlmAgent(name="checkout", model=model, tools=[charge])
+        asyncio.run(
+            _run(
+                instrument(InMemoryRunner(agent=agent, app_name="shop"), tracer_provider=shop),
+                "shop",
+            )
+        )
+        model = ScriptedModel(script=[call("lookup", {"sku": "A1"}), reply("in stock")])
+        agent = LlmAgent(name="root", model=model, tools=[lookup])
+        asyncio.run(
+            _run(
+                instrument(InMemoryRunner(agent=agent, app_name="shop"), tracer_provider=shop),
+                "shop",
+            )
+        )
+        asyncio.run(_run(billing_runner(), "billing"))
+        shop.shutdown()
+        billing.shutdown()
+        records = [SpanRecord.from_readable(span) for span in memory.get_finished_spans()]
+        receiver.wait_for(len(records))
+        return Exported(list(receiver.requests), records)

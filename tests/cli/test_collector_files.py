@@ -159,6 +159,100 @@ def test_filters_in_check(capsys, exported: Exported, tmp_path) -> None:
     assert code == 0, out
 
 
+def _traces_of(records, service: str) -> dict[str, set[str]]:
+    """Span ids by trace, of every trace holding a span of ``service``."""
+    wanted = {r.trace_id for r in records if r.service == service}
+    traces: dict[str, set[str]] = {trace_id: set() for trace_id in wanted}
+    for record in records:
+        if record.trace_id in wanted:
+            traces[record.trace_id].add(record.span_id)
+    return traces
+
+
+def _whole_traces(out: str) -> tuple[dict[str, set[str]], list[str]]:
+    """(span ids by trace, the roots' names) of ``--format json`` output; no orphans."""
+    document = json.loads(out)
+    spans = [span for trace in document["traces"] for span in trace["spans"]]
+    assert not [span["name"] for span in spans if span["orphan"]]
+    traces = {t["trace_id"]: {span["span_id"] for span in t["spans"]} for t in document["traces"]}
+    return traces, sorted(span["name"] for span in spans if span["depth"] == 0)
+
+
+def test_the_crossing_fixture_has_a_trace_through_both_services(crossing: Exported) -> None:
+    services: dict[str, set[str]] = {}
+    for record in crossing.records:
+        services.setdefault(record.trace_id, set()).add(record.service or "")
+    assert sorted(map(sorted, services.values())) == [["billing"], ["billing", "shop"], ["shop"]]
+
+
+@pytest.mark.parametrize("service", ["billing", "shop"])
+def test_service_keeps_every_trace_it_is_in_whole(
+    capsys, crossing: Exported, tmp_path, service
+) -> None:
+    path = tmp_path / "traces.json"
+    path.write_bytes(file_bytes("json", crossing.requests))
+    code, out, err = run_cli(capsys, "tree", "--format", "json", "--service", service, str(path))
+    assert (code, err) == (0, "")
+    traces, roots = _whole_traces(out)
+    assert traces == _traces_of(crossing.records, service)
+    # The crossing trace's root is shop's invocation, billing's invocation under it.
+    assert roots == sorted(["invocation shop", f"invocation {service}"])
+
+
+def test_service_with_trace_id_needs_both(capsys, crossing: Exported, tmp_path) -> None:
+    path = tmp_path / "traces.json"
+    path.write_bytes(file_bytes("proto.gz", crossing.requests))
+    both = _traces_of(crossing.records, "billing").keys() & _traces_of(crossing.records, "shop")
+    (crossed,) = both
+    (shop_only,) = _traces_of(crossing.records, "shop").keys() - both
+    args = ("tree", "--format", "json", str(path), "--service", "billing", "--trace-id")
+    code, out, _ = run_cli(capsys, *args, crossed)
+    assert code == 0
+    traces, roots = _whole_traces(out)
+    assert (traces, roots) == (
+        {crossed: _traces_of(crossing.records, "shop")[crossed]},
+        ["invocation shop"],
+    )
+    code, out, err = run_cli(capsys, *args, shop_only)
+    assert (code, out) == (2, "")
+    assert err == (
+        f"adk-otel: error: no span matches --trace-id {shop_only} --service billing"
+        f" ({len(crossing.records)} spans read)\n"
+    )
+
+
+def test_an_absent_service_is_one_line(capsys, crossing: Exported, tmp_path) -> None:
+    paths = write_rotated(tmp_path / "out", "traces.json", "json", crossing.requests)
+    code, out, err = run_cli(capsys, "tree", str(paths[0].parent), "--service", "nope")
+    assert (code, out) == (2, "")
+    assert err == (
+        f"adk-otel: error: no span matches --service nope ({len(crossing.records)} spans read)\n"
+    )
+
+
+def test_service_on_stdin_and_files_keeps_whole_traces(crossing: Exported, tmp_path) -> None:
+    # The crossing trace (exported first, one span per export) split: up to the
+    # end of its billing spans on stdin (read once, held by trace), its later
+    # shop spans and the other traces in a file (read twice): billing matches
+    # only on stdin, the trace's root is only in the file.
+    services = [_service(request) for request in crossing.requests]
+    cut = services.index("shop", services.index("billing"))
+    path = tmp_path / "traces.json"
+    path.write_bytes(file_bytes("json", crossing.requests[cut:]))
+    command = [sys.executable, "-m", "adk_otel.cli", "tree", "--format", "json"]
+    done = subprocess.run(
+        [*command, "--service", "billing", "-", str(path)],
+        input=file_bytes("proto+zstd", crossing.requests[:cut]),
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert (done.returncode, done.stderr) == (0, b"")
+    traces, roots = _whole_traces(done.stdout.decode())
+    assert traces == _traces_of(crossing.records, "billing")
+    assert roots == ["invocation billing", "invocation shop"]
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
