@@ -2,9 +2,11 @@
 
 Writes a JSON Lines file of about ``--megabytes`` MB (export batches of 100
 spans: the shop trace, 25 times per line with fresh trace ids), then runs
-``adk-otel tree`` on it in a subprocess, once keeping every span and once
-with ``--trace-id`` keeping one trace, and reports wall time and the child's
-peak RSS (``resource.getrusage``). ``--src`` runs another checkout's
+``adk-otel tree`` on it in a subprocess, once keeping every span, once
+with ``--trace-id`` keeping one trace and once with ``--service`` keeping the
+25 traces of the one line written as another service (the file is read
+twice), and reports wall time and the child's peak RSS
+(``resource.getrusage``). ``--src`` runs another checkout's
 ``src`` directory instead (e.g. the code before streaming).
 """
 
@@ -26,6 +28,9 @@ from testing.builders import build_shop
 from adk_otel.otlp_json import spans_to_line
 
 
+SERVICE, OTHER_SERVICE = "unknown_service", "billing"
+
+
 def write_file(path: Path, megabytes: int) -> tuple[int, str]:
     """The file; returns (spans written, one trace id in it)."""
     spans = [span for _ in range(25) for span in build_shop().finished()]
@@ -45,6 +50,8 @@ def write_file(path: Path, megabytes: int) -> tuple[int, str]:
             out = line
             for index, trace_id in enumerate(trace_ids):
                 out = out.replace(trace_id, f"{lines:016x}{index:016x}")
+            if lines == 0:
+                out = out.replace(f'"{SERVICE}"', f'"{OTHER_SERVICE}"')
             handle.write(out + "\n")
             lines += 1
     return lines * len(spans), f"{lines // 2:016x}{3:016x}"
@@ -83,6 +90,8 @@ def main() -> None:
         if not args.src:  # older versions have no --trace-id
             seconds, peak = measure(None, "tree", str(path), "--trace-id", trace_id)
             print(f"tree --trace-id (1 trace): {seconds:6.1f} s  peak RSS {peak:6.0f} MB")
+        seconds, peak = measure(args.src, "tree", str(path), "--service", OTHER_SERVICE)
+        print(f"tree --service (25 traces): {seconds:5.1f} s  peak RSS {peak:6.0f} MB")
 
 
 if __name__ == "__main__":

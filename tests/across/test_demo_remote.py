@@ -3,15 +3,17 @@ collector, and shows one trace across both processes."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+from adk_otel.cli import main
 from adk_otel.otlp_json import read_spans
 
 
-def test_the_remote_demo_prints_and_writes_one_trace(tmp_path: Path) -> None:
+def test_the_remote_demo_prints_and_writes_one_trace(tmp_path: Path, capsys) -> None:
     out = tmp_path / "trace.json"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "ADK_OTEL_"))}
     done = subprocess.run(
@@ -33,6 +35,11 @@ def test_the_remote_demo_prints_and_writes_one_trace(tmp_path: Path) -> None:
     assert charge.status_code == "ERROR"
     (client,) = [s for s in spans if s.kind == "CLIENT" and s.name == "invoke_agent payments"]
     assert client.status_code == "ERROR" and client.attributes["a2a.task.state"] == "failed"
+    # The remote service's trace search shows the whole trace, from the caller's root.
+    assert main(["tree", str(out), "--service", "payments-service", "--format", "json"]) == 0
+    (trace,) = json.loads(capsys.readouterr().out)["traces"]
+    assert len(trace["spans"]) == len(spans)
+    assert [s["name"] for s in trace["spans"] if s["depth"] == 0] == ["invocation shop"]
 
 
 def test_without_the_a2a_sdk_the_remote_demo_says_what_to_install() -> None:
