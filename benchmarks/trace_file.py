@@ -27,7 +27,6 @@ from testing.builders import build_shop
 
 from adk_otel.otlp_json import spans_to_line
 
-
 SERVICE, OTHER_SERVICE = "unknown_service", "billing"
 
 
