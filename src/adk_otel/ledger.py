@@ -135,14 +135,21 @@ class Ledger:
     ) -> Entry:
         """Open a span under ``parent`` (else ``parent_context``, else the
         current context) and file it under ``key``."""
-        ctx = parent.context if parent is not None else parent_context
         attributes = sanitize.attributes(attributes)
-        span = self.tracer.start_span(
-            sanitize.clean(name), context=ctx, kind=kind, attributes=attributes
-        )
-        entry = Entry(
-            span=span, key=key, parent=parent, anchor=anchor, recording=span.is_recording()
-        )
+        if parent is not None and not parent.recording and self._follows_parent:
+            # A child of a sampled-out span is sampled out too (the sampler
+            # follows the parent): it shares its parent's non-recording span
+            # and context instead of asking the SDK for another.
+            entry = Entry(span=parent.span, key=key, parent=parent, anchor=anchor, recording=False)
+            entry._context = parent.context
+        else:
+            ctx = parent.context if parent is not None else parent_context
+            span = self.tracer.start_span(
+                sanitize.clean(name), context=ctx, kind=kind, attributes=attributes
+            )
+            entry = Entry(
+                span=span, key=key, parent=parent, anchor=anchor, recording=span.is_recording()
+            )
         with self._lock:
             stale = self._open.get(key)
             self._open[key] = entry
@@ -191,8 +198,7 @@ class Ledger:
         description: str | None = None,
     ) -> Entry | None:
         """End the span filed under ``key``; a no-op when already ended."""
-        with self._lock:
-            entry = self._open.get(key)
+        entry = self._open.get(key)  # one dict read: atomic, no lock needed
         if entry is None:
             return None
         self.end_entry(entry, outcome, error, reason, description)
@@ -205,16 +211,18 @@ class Ledger:
         error: BaseException | None = None,
         reason: str | None = None,
         description: str | None = None,
+        extra: Mapping[str, AttributeValue] | None = None,
     ) -> None:
         """End ``entry`` after its open descendants; exactly once. An error
-        with no exception is described by ``description`` (else ``reason``)."""
+        with no exception is described by ``description`` (else ``reason``);
+        ``extra`` (clean) attributes are written with the outcome, in one call."""
         if entry.children:
             swept = Outcome.CANCELLED if outcome is Outcome.CANCELLED else Outcome.INCOMPLETE
             # A cancelled layer's children share its outcome and say why.
             sweep_reason = (reason or "cancelled") if swept is Outcome.CANCELLED else "parent_ended"
             for child in entry.walk_open():
                 self._finish(child, swept, None, sweep_reason)
-        self._finish(entry, outcome, error, reason, description=description)
+        self._finish(entry, outcome, error, reason, extra, description)
 
     def end_all(self, outcome: Outcome, reason: str) -> int:
         """End every open span (plugin close, shutdown). Returns how many."""

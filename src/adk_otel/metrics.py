@@ -332,8 +332,10 @@ class TelemetryLedger(Ledger):
         elif kind == _TOOL:
             for totals in self._above(facts):
                 totals.tool_calls += 1
+            # A sampled-out tool sharing its parent's span has no id of its own
+            # (and nothing under it is recorded): nothing to find it by.
             span_id = entry.span.get_span_context().span_id
-            if span_id:
+            if span_id and (entry.recording or not self._follows_parent):
                 self._tools_by_span[span_id] = entry
 
     def _calling_tool(self, parent_context: otel_context.Context | None) -> Entry | None:
@@ -459,7 +461,9 @@ class TelemetryLedger(Ledger):
     ) -> dict[str, AttributeValue] | None:
         """The roll-up attributes for a span about to end; emits its content event."""
         if facts.kind == _TOOL:
-            self._tools_by_span.pop(entry.span.get_span_context().span_id, None)
+            span_id = entry.span.get_span_context().span_id
+            if self._tools_by_span.get(span_id) is entry:
+                del self._tools_by_span[span_id]
         span = entry.span
         rollup: dict[str, AttributeValue] | None = None
         if facts.kind in _ROLLUP_KINDS and span.is_recording():

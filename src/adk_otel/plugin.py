@@ -21,13 +21,14 @@ import itertools
 import logging
 import sys
 import weakref
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from google.adk.plugins.base_plugin import BasePlugin
 from opentelemetry import context as otel_context
 from opentelemetry import trace
+from opentelemetry.util.types import AttributeValue
 
 from . import a2a, coexistence, details, sanitize, stability
 from . import attributes as attrs
@@ -425,7 +426,8 @@ class AdkOtelPlugin(BasePlugin):
             ancestor = getattr(ancestor, "parent_agent", None)
         if parent is None and run is not None:
             parent = run.entry
-        entry = self._ledger.start(
+        ledger = self._ledger
+        entry = ledger.start(
             ("agent", next(self._keys)),
             f"invoke_agent {agent.name}",
             parent=parent,
@@ -433,14 +435,14 @@ class AdkOtelPlugin(BasePlugin):
             kind=trace.SpanKind.CLIENT if attrs.is_remote_agent(agent) else trace.SpanKind.INTERNAL,
             attributes=(
                 attrs.agent(agent, callback_context, getattr(ancestor, "name", None), self._latest)
-                if self._ledger.will_record(parent)
+                if ledger.will_record(parent)
                 else attrs.AGENT_KIND_ONLY
             ),
         )
         # Current while the agent's own code runs (ADK runs this hook in the
         # agent's task and context), so library spans made in its body, such
         # as an A2A or HTTP client's, nest under it.
-        self._ledger.attach(entry)
+        ledger.attach(entry)
         if run is not None:
             run.agents.setdefault(agent.name, []).append(entry)
         else:
@@ -517,19 +519,20 @@ class AdkOtelPlugin(BasePlugin):
             )
             return
         actions = callback_context.actions
-        entry = self._ledger.start(
+        ledger = self._ledger
+        entry = ledger.start(
             ("model", id(actions)),
             f"generate_content {attrs.model_name(llm_request)}",
             parent=parent,
             kind=trace.SpanKind.CLIENT,
             attributes=(
                 attrs.model_request(callback_context, llm_request, self._latest)
-                if self._ledger.will_record(parent)
+                if ledger.will_record(parent)
                 else attrs.MODEL_KIND_ONLY
             ),
             anchor=actions,
         )
-        self._ledger.attach(entry)
+        ledger.attach(entry)
         if self._content is not None:
             event = sc.GEN_AI_INFERENCE_DETAILS_EVENT
             self._capture(
@@ -558,9 +561,12 @@ class AdkOtelPlugin(BasePlugin):
             return
         if not entry.updates:
             self._ledger.chunk(entry, final=True)
-        response = sanitize.attributes(attrs.model_response(llm_response, self._latest)) or {}
-        entry.span.set_attributes(response)
-        self._ledger.responded(entry, response)
+        ledger = self._ledger
+        response: Mapping[str, AttributeValue] | None = None
+        if entry.recording or ledger.will_record(entry.parent):
+            # Written with the outcome when the span ends, in one call.
+            response = sanitize.attributes(attrs.model_response(llm_response, self._latest)) or {}
+            ledger.responded(entry, response)
         if self._content is not None:
             self._capture(
                 entry,
@@ -571,9 +577,9 @@ class AdkOtelPlugin(BasePlugin):
             )
         error_code = getattr(llm_response, "error_code", None)
         if error_code:
-            self._ledger.end_entry(entry, Outcome.ERROR, None, str(error_code))
+            ledger.end_entry(entry, Outcome.ERROR, None, str(error_code), extra=response)
         else:
-            self._ledger.end_entry(entry, Outcome.OK)
+            ledger.end_entry(entry, Outcome.OK, extra=response)
 
     @_never_raises
     def on_model_error_callback(
@@ -590,17 +596,18 @@ class AdkOtelPlugin(BasePlugin):
         run = self._run_for(tool_context.invocation_id)
         # A workflow tool node has no agent span: the run is its parent.
         parent = (run.innermost_agent(tool_context.agent_name) or run.entry) if run else None
-        entry = self._ledger.start(
+        ledger = self._ledger
+        entry = ledger.start(
             ("tool", tool_context.invocation_id, tool_context.function_call_id),
             f"execute_tool {tool.name}",
             parent=parent,
             attributes=(
                 attrs.tool(tool, tool_context)
-                if self._ledger.will_record(parent)
+                if ledger.will_record(parent)
                 else attrs.TOOL_KIND_ONLY
             ),
         )
-        self._ledger.attach(entry)
+        ledger.attach(entry)
         if self._content is not None:
             self._capture(entry, sc.GEN_AI_TOOL_CALL_ARGUMENTS, _same, tool_args)
 
