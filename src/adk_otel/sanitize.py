@@ -106,10 +106,22 @@ def attributes(values: Mapping[str, AttributeValue] | None) -> Mapping[str, Attr
         if kind is str:
             if value.isascii() and len(value) <= limit:  # type: ignore[union-attr, arg-type]
                 continue
-        elif kind is not list and kind is not tuple:
+        elif kind is list or kind is tuple:
+            if _clean_sequence(value, limit):  # type: ignore[arg-type]
+                continue
+        else:
             continue  # bool, int, float
         return {key: attribute(value) for key, value in values.items()}
     return values
+
+
+def _clean_sequence(values: list[object] | tuple[object, ...], limit: int) -> bool:
+    """Whether every string in a sequence value is short plain ASCII already
+    (a model's finish reasons, stop sequences): then it is kept as it is."""
+    for item in values:
+        if item.__class__ is str and not (item.isascii() and len(item) <= limit):
+            return False
+    return True
 
 
 def description(error: BaseException) -> str:
