@@ -18,6 +18,11 @@ from . import semconv as sc
 Attributes = dict[str, AttributeValue]
 
 
+# ``adk.span.kind`` values, read once (an enum's ``.value`` is a call per span).
+_AGENT = sc.SpanKind.AGENT.value
+_MODEL = sc.SpanKind.MODEL.value
+_TOOL = sc.SpanKind.TOOL.value
+
 # What a span of a sampled-out trace gets instead: its layer only (the ledger's
 # bookkeeping reads it), nothing built from ADK objects.
 AGENT_KIND_ONLY: Attributes = {sc.ADK_SPAN_KIND: sc.SpanKind.AGENT.value}
@@ -82,7 +87,7 @@ def agent(
     agent_obj: Any, callback_context: Any, parent_name: str | None, latest: bool = False
 ) -> Attributes:
     attributes: Attributes = {
-        sc.ADK_SPAN_KIND: sc.SpanKind.AGENT.value,
+        sc.ADK_SPAN_KIND: _AGENT,
         sc.OPENINFERENCE_SPAN_KIND: sc.OI_AGENT,
         sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT,
         sc.ADK_AGENT_TYPE: type(agent_obj).__name__,
@@ -108,7 +113,7 @@ def model_name(llm_request: Any) -> str:
 
 def model_request(callback_context: Any, llm_request: Any, latest: bool = False) -> Attributes:
     attributes: Attributes = {
-        sc.ADK_SPAN_KIND: sc.SpanKind.MODEL.value,
+        sc.ADK_SPAN_KIND: _MODEL,
         sc.OPENINFERENCE_SPAN_KIND: sc.OI_LLM,
         sc.GEN_AI_OPERATION_NAME: sc.OP_GENERATE_CONTENT,
         sc.GEN_AI_REQUEST_MODEL: model_name(llm_request),
@@ -225,7 +230,7 @@ def _sum(a: int | None, b: int | None) -> int | None:
 
 def tool(tool_obj: Any, tool_context: Any) -> Attributes:
     attributes: Attributes = {
-        sc.ADK_SPAN_KIND: sc.SpanKind.TOOL.value,
+        sc.ADK_SPAN_KIND: _TOOL,
         sc.OPENINFERENCE_SPAN_KIND: sc.OI_TOOL,
         sc.GEN_AI_OPERATION_NAME: sc.OP_EXECUTE_TOOL,
     }

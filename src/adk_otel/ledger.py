@@ -289,7 +289,8 @@ class Ledger:
     ) -> None:
         # Every value here is adk-otel's own or cleaned already, but a reason
         # can carry a provider's error code.
-        attributes: dict[str, AttributeValue] = {ADK_OUTCOME: outcome.value}
+        # _value_: the plain attribute (``.value`` is a descriptor call, per span).
+        attributes: dict[str, AttributeValue] = {ADK_OUTCOME: outcome._value_}
         if reason:
             attributes[ADK_CLOSE_REASON] = reason = sanitize.clean(reason)
         if outcome is Outcome.ERROR:

@@ -318,6 +318,10 @@ class TelemetryLedger(Ledger):
         attributes: Mapping[str, AttributeValue],
         parent_context: otel_context.Context | None,
     ) -> None:
+        if not entry.recording and self._follows_parent and self.instruments is None:
+            # Sampled out, and so is everything under it: no roll-ups to keep,
+            # no metrics to record.
+            return
         kind = str(attributes.get(sc.ADK_SPAN_KIND, ""))
         up = entry.parent
         if up is None and kind == _INVOCATION:
@@ -437,13 +441,13 @@ class TelemetryLedger(Ledger):
         if facts is None or entry.ended:
             super()._finish(entry, outcome, error, reason, extra, description)
             return
-        rollup: dict[str, AttributeValue] | None = None
+        rollup: Mapping[str, AttributeValue] | None = None
         try:
             rollup = self._wrap_up(entry, facts, outcome, error, reason)
         except Exception:
             self._failed("rolling up a span's totals")
         if extra:
-            rollup = {**(rollup or {}), **extra}
+            rollup = {**rollup, **extra} if rollup else extra
         super()._finish(entry, outcome, error, reason, rollup, description)
         if self.instruments is not None:
             try:
@@ -505,7 +509,7 @@ class TelemetryLedger(Ledger):
         if outcome is Outcome.ERROR:
             dims[sc.ERROR_TYPE] = error_type(error) if error is not None else reason or "_OTHER"
         if facts.kind == _INVOCATION:
-            dims[sc.ADK_OUTCOME] = outcome.value
+            dims[sc.ADK_OUTCOME] = outcome._value_
             instruments.invocations.add(1, dims)
             return
         if outcome not in (Outcome.OK, Outcome.ERROR):
