@@ -20,6 +20,12 @@ session:
   no tracing at all: what the process does more, SDK internals included. The
   floor plugin (one span per hook pair) and the empty plugin (hooks that
   return at once) are measured the same way, as yardsticks.
+* ``blocks``: memory blocks the plugin's hooks leave allocated per invocation
+  (``sys.getallocatedblocks()`` before and after each hook that opens a
+  span, summed over the invocation; median over the invocations): what the
+  open spans hold (the SDK span, adk-otel's entry and records, attribute
+  dicts, contexts). Deterministic too (the hooks never await); the guard
+  holds it to the budget as it holds the calls.
 
 Usage::
 
@@ -33,6 +39,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import statistics
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -44,6 +51,13 @@ BUDGET = HERE / "results" / "call_budget.json"
 CONFIGS = ("bare", "empty", "floor", "adk_otel", "sampled_0")
 WORKLOADS = ("single", "tool", "sequential")
 INVOCATIONS = 5
+OPENING_HOOKS = (
+    "before_run_callback",
+    "before_agent_callback",
+    "before_model_callback",
+    "before_tool_callback",
+)
+"""The hooks that open a span: what they leave allocated is what a span holds."""
 MARGIN = 1.03
 """A count may exceed its budget by this factor before the guard fails: room
 for a patch release of ADK or the SDK, none for a new per-span cost."""
@@ -136,6 +150,43 @@ class Bench:
             sys.setprofile(None)
         return counter
 
+    def blocks(self, loop: asyncio.AbstractEventLoop, name: str, config: str) -> float:
+        """Median over invocations of the memory blocks the span-opening hooks
+        leave allocated (0 with no plugin)."""
+        runner = self.runners[name, config]
+        plugins = [p for p in runner.plugin_manager.plugins if p.name in ("adk_otel", "floor")]
+        if not plugins:
+            return 0.0
+        held = [0]
+
+        def counted(hook: Callable[..., Any]) -> Callable[..., Any]:
+            async def run(**kwargs: Any) -> Any:
+                step = hook(**kwargs)  # the hooks never await: one step runs them
+                before = sys.getallocatedblocks()
+                try:
+                    step.send(None)
+                except StopIteration as done:
+                    held[0] += sys.getallocatedblocks() - before
+                    return done.value
+                raise RuntimeError(f"{hook.__name__} awaited")
+
+            return run
+
+        for plugin in plugins:
+            for hook_name in OPENING_HOOKS:
+                object.__setattr__(plugin, hook_name, counted(getattr(plugin, hook_name)))
+        per_invocation = []
+        try:
+            for _ in range(INVOCATIONS):
+                held[0] = 0
+                loop.run_until_complete(self.workloads.invoke_on_new_session(runner))
+                per_invocation.append(held[0])
+        finally:
+            for plugin in plugins:
+                for hook_name in OPENING_HOOKS:
+                    object.__delattr__(plugin, hook_name)
+        return float(statistics.median(per_invocation))
+
 
 def measure() -> dict[str, dict[str, dict[str, float]]]:
     bench = Bench()
@@ -149,6 +200,7 @@ def measure() -> dict[str, dict[str, dict[str, float]]]:
                 config: {
                     "own": counter.own / INVOCATIONS,
                     "total_over_bare": (counter.total - bare) / INVOCATIONS,
+                    "blocks": bench.blocks(loop, name, config),
                 }
                 for config, counter in counts.items()
             }
@@ -169,12 +221,15 @@ def release() -> str:
 def markdown(table: dict[str, dict[str, dict[str, float]]]) -> str:
     lines = [
         "| workload | configuration | calls by adk-otel / invocation "
-        "| calls over bare / invocation |",
-        "|---|---|---|---|",
+        "| calls over bare / invocation | blocks held by open spans / invocation |",
+        "|---|---|---|---|---|",
     ]
     for name, rows in table.items():
         for config, row in rows.items():
-            lines.append(f"| {name} | {config} | {row['own']:.0f} | {row['total_over_bare']:.0f} |")
+            lines.append(
+                f"| {name} | {config} | {row['own']:.0f} | {row['total_over_bare']:.0f} "
+                f"| {row['blocks']:.0f} |"
+            )
     return "\n".join(lines)
 
 
@@ -187,11 +242,14 @@ def check(table: dict[str, dict[str, dict[str, float]]], budget: dict[str, Any])
             "run benchmarks/calls.py --update-budget and commit the file"
         ]
     problems = []
-    for name, allowed in entry.items():
-        measured = table[name]["adk_otel"]["own"]
+    for key, allowed in entry.items():
+        # "<workload>": adk-otel's own calls; "<workload>/blocks": blocks its open spans hold.
+        name, _, measure_name = key.partition("/")
+        measured = table[name]["adk_otel"][measure_name or "own"]
+        what = "memory blocks held by its open spans" if measure_name else "calls"
         if measured > allowed * MARGIN:
             problems.append(
-                f"{name}: adk-otel makes {measured:.0f} calls per invocation, budget "
+                f"{name}: adk-otel makes {measured:.0f} {what} per invocation, budget "
                 f"{allowed:.0f} (+{(MARGIN - 1) * 100:.0f} %): a new per-span cost? If it is "
                 "meant, run benchmarks/calls.py --update-budget and say why in the commit"
             )
@@ -213,7 +271,11 @@ def main() -> None:
         args.json.write_text(json.dumps(table, indent=1))
     budget = json.loads(args.budget.read_text()) if args.budget.exists() else {}
     if args.update_budget:
-        budget[release()] = {name: table[name]["adk_otel"]["own"] for name in WORKLOADS}
+        adk_otel = {name: table[name]["adk_otel"] for name in WORKLOADS}
+        budget[release()] = {
+            **{name: row["own"] for name, row in adk_otel.items()},
+            **{f"{name}/blocks": row["blocks"] for name, row in adk_otel.items()},
+        }
         args.budget.write_text(json.dumps(budget, indent=1, sort_keys=True) + "\n")
         print(f"budget for google-adk {release()} written to {args.budget}")
     elif args.check:

@@ -37,6 +37,21 @@ def test_the_guard_fails_over_budget(tmp_path):
     assert "--update-budget" in done.stderr
 
 
+def test_the_guard_fails_when_open_spans_hold_more_memory(tmp_path):
+    """Calls within budget, but the blocks the open spans hold are not."""
+    from importlib.metadata import version
+
+    release = ".".join(version("google-adk").split(".")[:2])
+    roomy = {name: 100_000 for name in ("single", "tool", "sequential")}
+    budget = tmp_path / "budget.json"
+    budget.write_text(json.dumps({release: {**roomy, "tool/blocks": 10}}))
+    done = _run("--check", "--budget", str(budget))
+    assert done.returncode == 1
+    assert "tool: adk-otel makes" in done.stderr
+    assert "memory blocks held by its open spans per invocation, budget 10" in done.stderr
+    assert "single" not in done.stderr and "sequential" not in done.stderr
+
+
 def test_the_guard_fails_without_a_budget_for_this_release(tmp_path):
     budget = tmp_path / "budget.json"
     budget.write_text("{}")
