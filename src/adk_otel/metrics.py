@@ -470,7 +470,7 @@ class TelemetryLedger(Ledger):
                 del self._tools_by_span[span_id]
         span = entry.span
         rollup: dict[str, AttributeValue] | None = None
-        if facts.kind in _ROLLUP_KINDS and span.is_recording():
+        if facts.kind in _ROLLUP_KINDS and entry.recording:
             rollup = {
                 sc.ADK_MODEL_CALL_COUNT: facts.model_calls,
                 sc.ADK_TOOL_CALL_COUNT: facts.tool_calls,

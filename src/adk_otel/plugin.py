@@ -381,7 +381,11 @@ class AdkOtelPlugin(BasePlugin):
         run = self._runs.get(id(invocation_context))
         if run is None:
             return
-        if run.closing_early:
+        if not self._ledger.will_record(run.entry):
+            # Sampled out, nothing under it recorded, no metrics: the outcome
+            # would be written nowhere, so it is not worked out.
+            self._close_run(run, Outcome.OK, None, None)
+        elif run.closing_early:
             self._close_run(run, Outcome.INCOMPLETE, "consumer_closed", None)
         elif isinstance(sys.exc_info()[1], GeneratorExit):
             # ADK runs after_run in a `finally` also when its generator is being
@@ -452,6 +456,10 @@ class AdkOtelPlugin(BasePlugin):
     def after_agent_callback(self, *, agent: Any, callback_context: Any) -> None:
         entry, run = self._agent_entry(agent, callback_context)
         if entry is None:
+            return
+        if not self._ledger.will_record(entry):
+            # Sampled out, nothing under it recorded, no metrics: no outcome to work out.
+            self._ledger.end_entry(entry, Outcome.OK)
             return
         # Some ADK releases (2.13) run after_agent from a `finally` while a
         # CancelledError the agent's code raised (a future cancelled under it)

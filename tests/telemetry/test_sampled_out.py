@@ -86,3 +86,45 @@ async def test_the_cheap_path_is_taken_only_when_the_parent_decides(monkeypatch)
     tool = next(s for s in exporter.get_finished_spans() if s.name == "execute_tool lookup")
     assert tool.attributes[sc.GEN_AI_TOOL_NAME] == "lookup"
     assert tool.attributes[sc.GEN_AI_TOOL_CALL_ID]
+
+
+class CountingParentBased(ParentBased):
+    """The SDK's parent-following sampler, counting the decisions asked of it."""
+
+    def __init__(self, root) -> None:
+        super().__init__(root)
+        self.decisions = 0
+
+    def should_sample(self, *args, **kwargs):
+        self.decisions += 1
+        return super().should_sample(*args, **kwargs)
+
+
+async def test_a_dropped_trace_asks_the_sdk_for_its_root_span_only() -> None:
+    """Under a sampled-out invocation every child shares the root's
+    non-recording span: one sampler decision per run, not one per span, and
+    code inside a tool still sees the trace (not sampled) as current."""
+    seen = []
+
+    def lookup(sku: str) -> dict:
+        """Stock level for a SKU."""
+        seen.append(trace.get_current_span().get_span_context())
+        return {"stock": 3}
+
+    model = ScriptedModel(script=[call("lookup", {"sku": "A"}), reply("done")])
+    sampler = CountingParentBased(ALWAYS_OFF)
+    provider, exporter = sampled_provider(sampler)
+    rec = await run(
+        LlmAgent(name="clerk", model=model, tools=[lookup]),
+        tracer_provider=provider,
+        meter_provider=NoOpMeterProvider(),
+    )
+
+    assert rec.error is None
+    assert sampler.decisions == 1  # the invocation span; agent, 2 model calls, tool: none
+    assert exporter.get_finished_spans() == ()
+    plugin = plugin_of(rec.runner)
+    assert plugin is not None and plugin.open_spans == 0 and plugin.internal_errors == 0
+    (inside,) = seen
+    assert inside.is_valid and not inside.trace_flags.sampled
+    assert trace.get_current_span() is trace.INVALID_SPAN
