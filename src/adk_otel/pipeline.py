@@ -197,8 +197,20 @@ def suppress_scopes(provider: Any, scopes: frozenset[str]) -> bool:
             else "the spans of " + ", ".join(sorted(scopes))
         )
         logger.warning(
-            "adk-otel: this opentelemetry-sdk cannot switch %s off (needs >= 1.40); "
-            "they will be recorded",
+            "adk-otel: this opentelemetry-sdk (%s) cannot switch %s off: its tracer "
+            "configurator (_set_tracer_configurator, _TracerConfig: an experimental API, "
+            "in 1.40 to 1.44 at least) is missing or refused; they will be recorded "
+            "alongside adk-otel's spans",
+            _sdk_version(),
             what,
         )
     return switched
+
+
+def _sdk_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("opentelemetry-sdk")
+    except Exception:
+        return "unknown version"

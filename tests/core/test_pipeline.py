@@ -47,6 +47,57 @@ def test_a_provider_whose_configurator_fails_does_not_break_instrument(caplog) -
     assert tracer.start_span("ours").is_recording()
 
 
+def _scope_warnings(caplog) -> list[str]:
+    return [
+        r.getMessage()
+        for r in caplog.records
+        if r.levelno >= logging.WARNING and "cannot switch" in r.getMessage()
+    ]
+
+
+def test_an_sdk_without_tracer_config_keeps_tracing_and_says_why(monkeypatch, caplog) -> None:
+    """``_TracerConfig`` is private: an SDK that drops it leaves ADK's spans on,
+    with one warning naming what is missing, and adk-otel's own spans work."""
+    import sys
+    import types
+
+    import opentelemetry.sdk.trace as sdk_trace
+
+    class Later(types.ModuleType):
+        """The SDK module as importers see it, without the private name (the
+        SDK's own code keeps its globals)."""
+
+        def __getattr__(self, name: str) -> object:
+            if name == "_TracerConfig":
+                raise AttributeError(name)
+            return getattr(sdk_trace, name)
+
+    monkeypatch.setitem(sys.modules, "opentelemetry.sdk.trace", Later(sdk_trace.__name__))
+    provider = TracerProvider()
+    caplog.set_level(logging.WARNING, logger="adk_otel")
+    tracer = pipeline.resolve_tracer(pipeline.TelemetrySettings(tracer_provider=provider))
+    pipeline.resolve_tracer(pipeline.TelemetrySettings(tracer_provider=provider))
+    [warning] = _scope_warnings(caplog)
+    assert "ADK's own spans" in warning and "_TracerConfig" in warning
+    assert provider.get_tracer(ADK_SCOPE).start_span("x").is_recording()
+    assert tracer.start_span("ours").is_recording()
+
+
+def test_an_sdk_without_the_configurator_setter_keeps_tracing_and_says_why(caplog) -> None:
+    """Likewise when the provider has no ``_set_tracer_configurator``."""
+
+    class Later(TracerProvider):
+        _set_tracer_configurator = None  # as if a later SDK had removed it
+
+    provider = Later()
+    caplog.set_level(logging.WARNING, logger="adk_otel")
+    tracer = pipeline.resolve_tracer(pipeline.TelemetrySettings(tracer_provider=provider))
+    [warning] = _scope_warnings(caplog)
+    assert "_set_tracer_configurator" in warning
+    assert provider.get_tracer(ADK_SCOPE).start_span("x").is_recording()
+    assert tracer.start_span("ours").is_recording()
+
+
 def test_adk_spans_pass_the_parent_through() -> None:
     """A switched-off ADK span keeps children in the caller's trace."""
     provider = TracerProvider()
