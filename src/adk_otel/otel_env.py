@@ -85,9 +85,15 @@ def _env(*names: str) -> tuple[str, str] | None:
 
 
 def otlp_protocol() -> str:
+    return _protocol_setting()[1]
+
+
+def _protocol_setting() -> tuple[str, str]:
+    """The OTLP protocol asked for, with the variable that asked (an empty name
+    for the default). An unknown value is reported and replaced by the default."""
     found = _env("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL")
     if found is None:
-        return DEFAULT_PROTOCOL
+        return "", DEFAULT_PROTOCOL
     name, value = found
     if value not in PROTOCOLS:
         logger.warning(
@@ -97,8 +103,8 @@ def otlp_protocol() -> str:
             ", ".join(PROTOCOLS),
             DEFAULT_PROTOCOL,
         )
-        return DEFAULT_PROTOCOL
-    return value
+        return "", DEFAULT_PROTOCOL
+    return name, value
 
 
 def endpoint_problem(value: str, protocol: str) -> str | None:
@@ -135,7 +141,15 @@ def otlp_exporter_from_env() -> SpanExporter | None:
             "adk-otel: OTEL_TRACES_EXPORTER=%r: only 'otlp' and 'none' are built in; using otlp",
             exporters,
         )
-    protocol = otlp_protocol()
+    protocol_variable, protocol = _protocol_setting()
+    if protocol == "grpc" and not grpc_exporter_available():
+        logger.warning(
+            "adk-otel: %s=grpc needs the gRPC exporter, which is not installed: "
+            "pip install 'adk-otel[grpc]' (or use http/protobuf, the default); spans will "
+            "not be exported. Agent runs are not affected",
+            protocol_variable,
+        )
+        return None
     endpoint = _env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
     if endpoint is not None:
         problem = endpoint_problem(endpoint[1], protocol)
@@ -196,6 +210,10 @@ def otlp_log_exporter_from_env() -> Any:
     if os.environ.get("OTEL_LOGS_EXPORTER", "otlp").strip().lower() == "none":
         return None
     protocol = otlp_protocol()
+    if protocol == "grpc" and not grpc_exporter_available():
+        # Built only beside the tracer provider adk-otel built, whose span exporter
+        # already said what to install: one warning, not one per signal.
+        return None
     try:
         with MUTING.active():
             if protocol == "grpc":
@@ -216,6 +234,19 @@ def otlp_log_exporter_from_env() -> Any:
             exc,
         )
         return None
+
+
+def grpc_exporter_available() -> bool:
+    """Whether the OTLP/gRPC exporter (``adk-otel[grpc]``: grpcio and
+    opentelemetry-exporter-otlp-proto-grpc) can be imported; HTTP needs neither."""
+    try:
+        import grpc  # noqa: F401
+        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (  # noqa: F401
+            OTLPSpanExporter,
+        )
+    except ImportError:
+        return False
+    return True
 
 
 # Header names: an HTTP token; values: printable ASCII (spaces allowed),

@@ -15,7 +15,9 @@ timeouts are exercised too::
 HTTP 503, ``set_behaviour("hang")`` accepts and never answers (until the
 client gives up, the behaviour changes, or the receiver stops), for
 resilience tests. Only the standard library, grpcio and the protobuf stubs
-that ship with the OTLP exporters are used.
+that ship with the OTLP exporters are used. The HTTP side needs no grpcio: without
+it (``adk-otel`` installed without the ``grpc`` extra) only ``http_endpoint``
+is served, and reading ``grpc_endpoint`` says what to install.
 """
 
 from __future__ import annotations
@@ -28,9 +30,8 @@ import zlib
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Literal, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeVar
 
-import grpc
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
     ExportLogsServiceRequest,
     ExportLogsServiceResponse,
@@ -39,12 +40,11 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import (
-    TraceServiceServicer,
-    add_TraceServiceServicer_to_server,
-)
 from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, Span
+
+if TYPE_CHECKING:
+    import grpc
 
 __all__ = ["Behaviour", "OtlpReceiver", "poll_until"]
 
@@ -70,7 +70,8 @@ class OtlpReceiver:
 
     def __init__(self, host: str = "127.0.0.1") -> None:
         self.host = host
-        self.grpc_endpoint = ""
+        self._grpc_endpoint = ""
+        self._grpc_missing = ""
         self.http_endpoint = ""
         self.requests: list[ExportTraceServiceRequest] = []
         self.log_requests: list[ExportLogsServiceRequest] = []
@@ -90,17 +91,11 @@ class OtlpReceiver:
 
     def start(self) -> OtlpReceiver:
         """Listen on fresh ports; both endpoints are set when this returns."""
-        if self._grpc_server is not None:
+        if self._http_server is not None:
             raise RuntimeError("OtlpReceiver is already started")
         host = f"[{self.host}]" if ":" in self.host else self.host
         self._closing = False
-        self._executor = ThreadPoolExecutor(max_workers=8, thread_name_prefix="otlp-grpc")
-        server = grpc.server(self._executor)
-        add_TraceServiceServicer_to_server(_Servicer(self), server)  # type: ignore[no-untyped-call]
-        grpc_port = server.add_insecure_port(f"{host}:0")
-        server.start()
-        self._grpc_server = server
-        self.grpc_endpoint = f"http://{host}:{grpc_port}"
+        self._start_grpc(host)
 
         server_class = _HttpServer6 if ":" in self.host else ThreadingHTTPServer
         http_server = server_class((self.host, 0), _handler_for(self))
@@ -115,6 +110,38 @@ class OtlpReceiver:
         self._http_thread.start()
         self.http_endpoint = f"http://{host}:{http_server.server_address[1]}{TRACES_PATH}"
         return self
+
+    def _start_grpc(self, host: str) -> None:
+        try:
+            import grpc
+            from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import (
+                add_TraceServiceServicer_to_server,
+            )
+        except ImportError as exc:
+            self._grpc_missing = f"{type(exc).__name__}: {exc}"
+            return
+        self._executor = ThreadPoolExecutor(max_workers=8, thread_name_prefix="otlp-grpc")
+        server = grpc.server(self._executor)
+        add_TraceServiceServicer_to_server(_servicer(self), server)  # type: ignore[no-untyped-call]
+        grpc_port = server.add_insecure_port(f"{host}:0")
+        server.start()
+        self._grpc_server = server
+        self._grpc_endpoint = f"http://{host}:{grpc_port}"
+
+    @property
+    def grpc_endpoint(self) -> str:
+        """``http://host:port`` of the gRPC side ("" before ``start()``).
+
+        Raises ``RuntimeError`` when grpcio is not installed, so a test that
+        needs gRPC says what is missing instead of exporting nowhere.
+        """
+        if self._grpc_missing:
+            raise RuntimeError(
+                "OtlpReceiver: the gRPC endpoint needs grpcio, which is not installed "
+                f"({self._grpc_missing}): pip install 'adk-otel[grpc]'. The HTTP endpoint "
+                "(http_endpoint) works without it"
+            )
+        return self._grpc_endpoint
 
     def stop(self) -> None:
         """Close both servers; hung exports are released first so this never blocks."""
@@ -292,22 +319,29 @@ def _flatten_logs(requests: list[ExportLogsServiceRequest]) -> list[LogRecord]:
     ]
 
 
-class _Servicer(TraceServiceServicer):
-    def __init__(self, receiver: OtlpReceiver) -> None:
-        self._receiver = receiver
+def _servicer(receiver: OtlpReceiver) -> object:
+    """The gRPC trace service answering for ``receiver`` (grpcio imported here,
+    only when the gRPC side is started)."""
+    import grpc
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import (
+        TraceServiceServicer,
+    )
 
-    def Export(
-        self, request: ExportTraceServiceRequest, context: grpc.ServicerContext
-    ) -> ExportTraceServiceResponse:
-        gone = threading.Event()
-        context.add_callback(gone.set)  # the client cancelled or its deadline passed
-        metadata = {key.lower(): str(value) for key, value in context.invocation_metadata()}
-        behaviour = self._receiver._answer(request, gone, metadata)
-        if behaviour == "unavailable":
-            context.abort(grpc.StatusCode.UNAVAILABLE, "OtlpReceiver: behaviour=unavailable")
-        if behaviour == "hang":
-            context.abort(grpc.StatusCode.UNAVAILABLE, "OtlpReceiver: released while hanging")
-        return ExportTraceServiceResponse()
+    class Servicer(TraceServiceServicer):
+        def Export(
+            self, request: ExportTraceServiceRequest, context: grpc.ServicerContext
+        ) -> ExportTraceServiceResponse:
+            gone = threading.Event()
+            context.add_callback(gone.set)  # the client cancelled or its deadline passed
+            metadata = {key.lower(): str(value) for key, value in context.invocation_metadata()}
+            behaviour = receiver._answer(request, gone, metadata)
+            if behaviour == "unavailable":
+                context.abort(grpc.StatusCode.UNAVAILABLE, "OtlpReceiver: behaviour=unavailable")
+            if behaviour == "hang":
+                context.abort(grpc.StatusCode.UNAVAILABLE, "OtlpReceiver: released while hanging")
+            return ExportTraceServiceResponse()
+
+    return Servicer()
 
 
 def _handler_for(receiver: OtlpReceiver) -> type[BaseHTTPRequestHandler]:
