@@ -28,7 +28,7 @@ from typing import Any
 
 from .propagation import inject
 
-logger = logging.getLogger(__name__)
+logger: logging.Logger = logging.getLogger(__name__)
 
 _hinted: set[int] = set()
 

@@ -17,7 +17,7 @@ import logging
 from collections.abc import Callable
 from typing import Any, Literal
 
-logger = logging.getLogger(__name__)
+logger: logging.Logger = logging.getLogger(__name__)
 
 
 def switch_off(

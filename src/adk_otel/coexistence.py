@@ -12,7 +12,7 @@ import logging
 import os
 import sys
 
-logger = logging.getLogger(__name__)
+logger: logging.Logger = logging.getLogger(__name__)
 
 DISABLED_ENV = "OTEL_PYTHON_DISABLED_INSTRUMENTATIONS"
 NAMES = frozenset({"adk_otel", "adk-otel"})

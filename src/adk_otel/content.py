@@ -33,7 +33,7 @@ from typing import Any
 
 from . import env, sanitize
 
-logger = logging.getLogger(__name__)
+logger: logging.Logger = logging.getLogger(__name__)
 
 CAPTURE_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 MAX_LENGTH_ENV = "ADK_OTEL_CONTENT_MAX_LENGTH"

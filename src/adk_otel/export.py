@@ -29,7 +29,7 @@ from .redact import redact_url
 from .span_repair import repair_batch
 
 # One logger for everything on the export path, as documented (docs/operations.md).
-logger = logging.getLogger("adk_otel.pipeline")
+logger: logging.Logger = logging.getLogger("adk_otel.pipeline")
 
 BSP_DEFAULTS = {
     "OTEL_BSP_MAX_QUEUE_SIZE": 8192,
@@ -293,8 +293,8 @@ class ExportingProcessor(BatchSpanProcessor):
         )
         self.capacity = max_queue_size
         self.shutdown_timeout = shutdown_timeout
-        self.ended = 0
-        self.dropped = 0
+        self.ended: int = 0
+        self.dropped: int = 0
         self._next_report = 0.0
         self._closed = False
         self._lock = threading.Lock()

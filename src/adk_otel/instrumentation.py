@@ -12,7 +12,7 @@ from . import runner as runner_wrapper
 from .content import Redactor
 from .plugin import AdkOtelPlugin
 
-logger = logging.getLogger(__name__)
+logger: logging.Logger = logging.getLogger(__name__)
 
 Target = TypeVar("Target")
 

@@ -31,7 +31,7 @@ from opentelemetry.util.types import AttributeValue
 from . import sanitize
 from .semconv import ADK_CLOSE_REASON, ADK_OUTCOME, ERROR_TYPE, Outcome
 
-logger = logging.getLogger(__name__)
+logger: logging.Logger = logging.getLogger(__name__)
 
 _STATUS_OK = Status(StatusCode.OK)
 
@@ -111,7 +111,7 @@ class Ledger:
         self._lock = threading.Lock()
         self.retarget(tracer)
         self._open: dict[object, Entry] = {}
-        self.failures = 0
+        self.failures: int = 0
         """Times recording a span's outcome (or ending it) failed inside
         adk-otel; the span was ended all the same. Logged once, counted always."""
 

@@ -48,7 +48,7 @@ from .ledger import Entry, Ledger, error_type
 from .semconv import Outcome
 from .version import __version__
 
-logger = logging.getLogger(__name__)
+logger: logging.Logger = logging.getLogger(__name__)
 
 KEEP_ADK_METRICS_ENV = "ADK_OTEL_KEEP_ADK_METRICS"
 _SUPPRESSING = "_adk_otel_suppresses_adk_meter"
@@ -108,7 +108,7 @@ class Instruments:
     def __init__(self, meter: metrics.Meter, *, overlapping: bool) -> None:
         self.overlapping = overlapping
         """False when ADK records the four GenAI streams itself."""
-        self.invocations = meter.create_counter(
+        self.invocations: metrics.Counter = meter.create_counter(
             sc.METRIC_INVOCATION_COUNT,
             unit="{invocation}",
             description="Agent runs (Runner.run_async / run_live calls), by outcome.",
@@ -128,25 +128,25 @@ class Instruments:
         )
         if not overlapping:
             return
-        self.operation_duration = meter.create_histogram(
+        self.operation_duration: metrics.Histogram = meter.create_histogram(
             sc.METRIC_CLIENT_OPERATION_DURATION,
             unit="s",
             description="GenAI operation duration.",
             explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
         )
-        self.token_usage = meter.create_histogram(
+        self.token_usage: metrics.Histogram = meter.create_histogram(
             sc.METRIC_CLIENT_TOKEN_USAGE,
             unit="{token}",
             description="Number of input and output tokens used.",
             explicit_bucket_boundaries_advisory=TOKEN_BUCKETS,
         )
-        self.agent_duration = meter.create_histogram(
+        self.agent_duration: metrics.Histogram = meter.create_histogram(
             sc.METRIC_INVOKE_AGENT_DURATION,
             unit="s",
             description="The end-to-end duration of a single agent invocation.",
             explicit_bucket_boundaries_advisory=AGENT_DURATION_BUCKETS,
         )
-        self.tool_duration = meter.create_histogram(
+        self.tool_duration: metrics.Histogram = meter.create_histogram(
             sc.METRIC_EXECUTE_TOOL_DURATION,
             unit="s",
             description="The duration of a single tool execution.",

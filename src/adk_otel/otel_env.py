@@ -19,7 +19,7 @@ from .export import MUTING, install_muting
 from .redact import redact_url
 
 # One logger for everything on the export path, as documented (docs/operations.md).
-logger = logging.getLogger("adk_otel.pipeline")
+logger: logging.Logger = logging.getLogger("adk_otel.pipeline")
 
 PROTOCOLS = ("http/protobuf", "grpc")
 DEFAULT_PROTOCOL = "http/protobuf"

@@ -85,7 +85,7 @@ class OtlpJsonFileExporter(SpanExporter):
     """
 
     def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
+        self.path: Path = Path(path)
         self._lock = threading.Lock()
         self._closed = False
 

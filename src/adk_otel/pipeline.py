@@ -42,7 +42,7 @@ from .otel_env import otlp_exporter_from_env, otlp_log_exporter_from_env, sample
 from .semconv import A2A_SDK_SCOPE, ADK_SCOPE, INSTRUMENTATION_SCOPE
 from .version import __version__
 
-logger = logging.getLogger(__name__)
+logger: logging.Logger = logging.getLogger(__name__)
 
 KEEP_ADK_SPANS_ENV = "ADK_OTEL_KEEP_ADK_SPANS"
 KEEP_A2A_SPANS_ENV = "ADK_OTEL_KEEP_A2A_SPANS"

@@ -44,7 +44,7 @@ from .propagation import run_parent
 from .runner import CURRENT_WATCH, RunWatch
 from .semconv import ADK_MODEL_CHUNKS, LIVE_MODEL_REQUEST_EVENT, Outcome
 
-logger = logging.getLogger(__name__)
+logger: logging.Logger = logging.getLogger(__name__)
 
 _HookFn = Callable[..., Coroutine[Any, Any, None]]
 

@@ -21,7 +21,7 @@ from typing import Any
 from opentelemetry import context as otel_context
 from opentelemetry import propagate, trace
 
-logger = logging.getLogger(__name__)
+logger: logging.Logger = logging.getLogger(__name__)
 
 MAX_HEADER_LENGTH = 512
 """Longest carrier value read (W3C caps ``tracestate`` at 32 members of 256

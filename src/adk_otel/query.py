@@ -125,7 +125,7 @@ class SpanQuery:
         *,
         _filters: tuple[tuple[str, _Predicate], ...] = (),
     ) -> None:
-        self.forest = spans if isinstance(spans, Forest) else Forest(spans)
+        self.forest: Forest = spans if isinstance(spans, Forest) else Forest(spans)
         self._filters = _filters
 
     # -- building --------------------------------------------------------------
@@ -326,7 +326,7 @@ _PROPS: dict[str, Callable[[SpanRecord], Any]] = {
 _DICT_KEYS = ("name", "name_matches", *_PROPS, "attributes", "count", "children", "ordered")
 
 
-class Unordered(list):  # type: ignore[type-arg]
+class Unordered(list[Any]):
     """Siblings that may appear in any order (see :func:`unordered`)."""
 
 

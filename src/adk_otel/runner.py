@@ -26,7 +26,7 @@ import wrapt
 from .aborts import abort_reason
 from .semconv import Outcome
 
-logger = logging.getLogger(__name__)
+logger: logging.Logger = logging.getLogger(__name__)
 
 WRAPPED_METHODS = ("run_async", "run_live")
 _MARK = "_self_adk_otel_watch"
@@ -42,7 +42,7 @@ class RunWatch:
 
     def __init__(self) -> None:
         self.closers: list[Closer] = []
-        self.closing_early = False
+        self.closing_early: bool = False
 
     def close_remaining(self, outcome: Outcome, reason: str, error: BaseException | None) -> None:
         """End the runs still open; never raises (it runs in a ``finally``

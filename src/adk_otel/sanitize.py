@@ -30,7 +30,7 @@ from opentelemetry.util.types import AttributeValue
 
 from . import env
 
-logger = logging.getLogger(__name__)
+logger: logging.Logger = logging.getLogger(__name__)
 
 TEXT_LENGTH_ENV = "ADK_OTEL_MAX_TEXT_LENGTH"
 STACKTRACE_LENGTH_ENV = "ADK_OTEL_MAX_STACKTRACE_LENGTH"

@@ -271,7 +271,7 @@ class Forest:
     """
 
     def __init__(self, spans: Iterable[Any]) -> None:
-        self.records = as_records(spans)
+        self.records: list[SpanRecord] = as_records(spans)
         nodes = [SpanNode(record) for record in self.records]
         self._nodes: dict[tuple[str, str], SpanNode] = {}
         for node in nodes:  # a duplicated id keeps its first span as the parent
@@ -298,7 +298,7 @@ class Forest:
                 reached.update(id(n) for n, _ in node.walk())
         for node in nodes:
             node.children.sort(key=lambda child: sort_key(child.record))
-        self.roots = sorted(roots, key=lambda root: sort_key(root.record))
+        self.roots: list[SpanNode] = sorted(roots, key=lambda root: sort_key(root.record))
         self._all = nodes
 
     def __len__(self) -> int:

@@ -73,9 +73,9 @@ class TraceCapture:
         update_snapshots: bool = False,
         resource: Any = None,
     ) -> None:
-        self.exporter = InMemorySpanExporter()
+        self.exporter: InMemorySpanExporter = InMemorySpanExporter()
         self._tracker = OpenSpanTracker()
-        self.tracer_provider = (
+        self.tracer_provider: TracerProvider = (
             TracerProvider(resource=resource) if resource is not None else TracerProvider()
         )
         self.tracer_provider.add_span_processor(self._tracker)

@@ -72,12 +72,12 @@ class OtlpReceiver:
         self.host = host
         self._grpc_endpoint = ""
         self._grpc_missing = ""
-        self.http_endpoint = ""
+        self.http_endpoint: str = ""
         self.requests: list[ExportTraceServiceRequest] = []
         self.log_requests: list[ExportLogsServiceRequest] = []
         """Every OTLP/HTTP log export received (always acknowledged)."""
         self.headers: list[dict[str, str]] = []
-        self.attempts = 0
+        self.attempts: int = 0
         self._behaviour: Behaviour = "ok"
         self._cond = threading.Condition()
         self._held: set[threading.Event] = set()
