@@ -90,7 +90,8 @@ class OtlpReceiver:
     # -- lifecycle -------------------------------------------------------------
 
     def start(self) -> OtlpReceiver:
-        """Listen on fresh ports; both endpoints are set when this returns."""
+        """Listen on fresh ports; when this returns ``http_endpoint`` is set, and
+        ``grpc_endpoint`` too where grpcio is installed."""
         if self._http_server is not None:
             raise RuntimeError("OtlpReceiver is already started")
         host = f"[{self.host}]" if ":" in self.host else self.host
