@@ -35,7 +35,7 @@ from . import env
 from . import semconv as sc
 from .version import __version__
 
-logger = logging.getLogger(__name__)
+logger: logging.Logger = logging.getLogger(__name__)
 
 AS_SPAN_EVENT_ENV = "ADK_OTEL_DETAILS_AS_SPAN_EVENT"
 MAX_PENDING = 1024

@@ -114,13 +114,13 @@ class Instruments:
             description="Agent runs (Runner.run_async / run_live calls), by outcome.",
         )
         # ADK records no streaming metrics: these two are adk-otel's in any case.
-        self.time_to_first_chunk = meter.create_histogram(
+        self.time_to_first_chunk: metrics.Histogram = meter.create_histogram(
             sc.METRIC_CLIENT_TIME_TO_FIRST_CHUNK,
             unit="s",
             description="Time to receive the first chunk of a streamed model response.",
             explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
         )
-        self.time_per_output_chunk = meter.create_histogram(
+        self.time_per_output_chunk: metrics.Histogram = meter.create_histogram(
             sc.METRIC_CLIENT_TIME_PER_OUTPUT_CHUNK,
             unit="s",
             description="Time between consecutive chunks of a streamed model response.",

@@ -130,10 +130,22 @@ print(json.dumps({"events": len(events), "warnings": warnings}))
 
 
 @pytest.mark.parametrize(
-    "variable", ["OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"]
+    ("variable", "events"),
+    [
+        ("OTEL_EXPORTER_OTLP_PROTOCOL", False),
+        ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", False),
+        # Content as events: adk-otel also builds a log pipeline, which must not warn again.
+        ("OTEL_EXPORTER_OTLP_PROTOCOL", True),
+    ],
+    ids=["protocol", "traces-protocol", "protocol-with-log-events"],
 )
-def test_asking_for_grpc_is_one_warning_and_the_agent_runs(tmp_path: Path, variable: str) -> None:
-    result = run_without_grpc(tmp_path, ["-c", RUN], {variable: "grpc"})
+def test_asking_for_grpc_is_one_warning_and_the_agent_runs(
+    tmp_path: Path, variable: str, events: bool
+) -> None:
+    env = {variable: "grpc"}
+    if events:
+        env["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "EVENT_ONLY"
+    result = run_without_grpc(tmp_path, ["-c", RUN], env)
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout.strip().splitlines()[-1])
     assert report["events"] == 1
