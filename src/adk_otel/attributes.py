@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import os
 import re
+import weakref
 from typing import Any
 
 from opentelemetry.util.types import AttributeValue
 
-from . import content
+from . import content, endpoint
 from . import semconv as sc
 
 Attributes = dict[str, AttributeValue]
@@ -125,6 +126,8 @@ def model_request(callback_context: Any, llm_request: Any, latest: bool = False)
     if model is not None and getattr(model, "model", None) != model_str:
         model = None  # a callback switched the model: trust the request
     _put(attributes, sc.GEN_AI_PROVIDER_NAME, provider_name(model, model_str))
+    if model is not None and (server := model_server(model)) is not None:
+        attributes[sc.SERVER_ADDRESS], attributes[sc.SERVER_PORT] = server
     session = getattr(callback_context, "session", None)
     _put(attributes, sc.GEN_AI_CONVERSATION_ID, getattr(session, "id", None))
     if _streams(getattr(callback_context, "run_config", None)):
@@ -391,6 +394,89 @@ def provider_name(model_obj: Any, model_str: str | None) -> str | None:
     if model_str.lower().startswith("claude"):
         return sc.PROVIDER_ANTHROPIC
     return _prefix_provider(model_str)
+
+
+# -- server.address / server.port ------------------------------------------------
+
+# id(model object) -> (weak reference to it, its endpoint): computed once per
+# model object (a model's client keeps the base URL it was built with), and
+# dropped when the object goes.
+_server_cache: dict[int, tuple[Any, endpoint.Endpoint | None]] = {}
+
+
+def model_server(model_obj: Any) -> endpoint.Endpoint | None:
+    """``(server.address, server.port)`` the model object sends its requests
+    to, when its class is a known one and the endpoint can be read; cached."""
+    key = id(model_obj)
+    found = _server_cache.get(key)
+    if found is not None and found[0]() is model_obj:
+        return found[1]
+    try:
+        server = endpoint.from_url(_base_url(model_obj))
+    except Exception:
+        server = None  # an odd model object costs the attribute, nothing else
+    try:
+        ref = weakref.ref(model_obj, _forget(key))
+    except TypeError:
+        return server  # not weakly referenceable: computed per call
+    _server_cache[key] = (ref, server)
+    return server
+
+
+def _forget(key: int) -> Any:
+    return lambda _: _server_cache.pop(key, None)
+
+
+def _base_url(model_obj: Any) -> Any:
+    """The base URL of a model object's API client, from public fields and the
+    environment the client reads (the client itself is built lazily by ADK,
+    after the model span starts)."""
+    kind = _kind(model_obj)
+    if kind == "google":
+        return _gemini_base_url(model_obj)
+    if kind == "anthropic":
+        if "Claude" in {k.__name__ for k in type(model_obj).__mro__}:
+            return None  # Anthropic on Vertex AI: region endpoints not derived
+        client = getattr(model_obj, "client", None)  # ADK >= 2.13: a client of your own
+        return getattr(client, "base_url", None) if client is not None else endpoint.anthropic_url()
+    if kind == "litellm":
+        # LiteLlm keeps its keyword arguments in a private attribute (no public
+        # one exists, ADK 2.5 to 2.13): only an explicit api_base is reported.
+        arguments = getattr(model_obj, "_additional_args", None)
+        return arguments.get("api_base") if isinstance(arguments, dict) else None
+    return None
+
+
+def _gemini_base_url(model_obj: Any) -> Any:
+    client = getattr(model_obj, "client", None)  # ADK >= 2.13: a client of your own
+    if client is not None:
+        # google-genai exposes a client's options only behind its private
+        # _api_client (read defensively: gone means no attribute).
+        options = getattr(getattr(client, "_api_client", None), "get_read_only_http_options", None)
+        found = options() if callable(options) else None
+        return found.get("base_url") if isinstance(found, dict) else None
+    if getattr(model_obj, "base_url", None):
+        return model_obj.base_url
+    kwargs = getattr(model_obj, "client_kwargs", None)
+    kwargs = kwargs if isinstance(kwargs, dict) else {}
+    options = kwargs.get("http_options")
+    url = (
+        options.get("base_url") if isinstance(options, dict) else getattr(options, "base_url", None)
+    )
+    if url:
+        return url
+    model_str = getattr(model_obj, "model", None)
+    chosen = kwargs.get("enterprise", kwargs.get("vertexai"))
+    if chosen is not None:
+        vertex = bool(chosen)
+    else:
+        vertex = (isinstance(model_str, str) and model_str.startswith("projects/")) or (
+            _google_provider() == sc.PROVIDER_VERTEX_AI
+        )
+    location = kwargs.get("location")
+    return endpoint.gemini_url(
+        vertex=vertex, location=location if isinstance(location, str) else None
+    )
 
 
 def _agent_model(agent_obj: Any) -> Any:

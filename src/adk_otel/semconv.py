@@ -52,6 +52,8 @@ ADK_CONTENT_EVENT = "adk.content"
 # GenAI semantic conventions
 GEN_AI_OPERATION_NAME = "gen_ai.operation.name"
 GEN_AI_PROVIDER_NAME = "gen_ai.provider.name"
+SERVER_ADDRESS = "server.address"
+SERVER_PORT = "server.port"
 GEN_AI_AGENT_NAME = "gen_ai.agent.name"
 GEN_AI_AGENT_DESCRIPTION = "gen_ai.agent.description"
 GEN_AI_CONVERSATION_ID = "gen_ai.conversation.id"

@@ -59,6 +59,13 @@ def http_children(exporter: InMemorySpanExporter, parent: ReadableSpan) -> list[
     ]
 
 
+def address(url: str) -> tuple[str, int]:
+    """``(server.address, server.port)`` of a local API server's URL: the
+    loopback address and the port it was given."""
+    host, _, port = url.removeprefix("http://").partition(":")
+    return host, int(port)
+
+
 def http_attribute(span: ReadableSpan, current: str, legacy: str) -> object:
     """An HTTP attribute under its current name, or the older one the
     instrumentations still write by default (OTEL_SEMCONV_STABILITY_OPT_IN)."""

@@ -20,7 +20,7 @@ from opentelemetry.trace import StatusCode
 from adk_otel import semconv as sc
 
 from .api_servers import MODEL_VERSION, api_server
-from .conftest import http_attribute, http_children, model_span, run_model
+from .conftest import address, http_attribute, http_children, model_span, run_model
 
 
 @pytest.fixture
@@ -55,6 +55,7 @@ async def test_a_gemini_call_over_http(server, traced, stream) -> None:
     assert span.name == "generate_content gemini-2.5-flash"
     assert span.status.status_code is StatusCode.OK
     assert attributes[sc.GEN_AI_PROVIDER_NAME] == "gcp.gemini"
+    assert (attributes[sc.SERVER_ADDRESS], attributes[sc.SERVER_PORT]) == address(url)
     assert attributes[sc.GEN_AI_REQUEST_MODEL] == "gemini-2.5-flash"
     assert attributes[sc.GEN_AI_RESPONSE_MODEL] == MODEL_VERSION
     assert attributes[sc.GEN_AI_RESPONSE_FINISH_REASONS] == ("stop",)

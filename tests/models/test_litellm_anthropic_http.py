@@ -16,7 +16,7 @@ from opentelemetry.trace import StatusCode
 from adk_otel import semconv as sc
 
 from .api_servers import ANTHROPIC_MODEL_VERSION, OPENAI_MODEL_VERSION, api_server
-from .conftest import http_attribute, http_children, model_span, run_model
+from .conftest import address, http_attribute, http_children, model_span, run_model
 
 ADK_VERSION = tuple(int(part) for part in version("google-adk").split(".")[:2])
 
@@ -36,6 +36,7 @@ async def test_litellm_over_http(traced) -> None:
     attributes = dict(span.attributes or {})
     assert span.status.status_code is StatusCode.OK
     assert attributes[sc.GEN_AI_PROVIDER_NAME] == "openai"
+    assert (attributes[sc.SERVER_ADDRESS], attributes[sc.SERVER_PORT]) == address(url)
     assert attributes[sc.GEN_AI_REQUEST_MODEL] == "openai/gpt-4o"
     assert attributes[sc.GEN_AI_RESPONSE_MODEL] == OPENAI_MODEL_VERSION
     assert attributes[sc.GEN_AI_RESPONSE_FINISH_REASONS] == ("stop",)
@@ -68,13 +69,14 @@ def anthropic_api(monkeypatch):
         # Both ADK releases build the SDK client from the environment.
         monkeypatch.setenv("ANTHROPIC_BASE_URL", url)
         monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
-        yield requests
+        yield url, requests
 
 
 async def test_anthropic_over_http(traced, anthropic_api) -> None:
     from google.adk.models.anthropic_llm import AnthropicLlm
 
     provider, exporter = traced
+    url, requests = anthropic_api
     # No generate_content_config: google-adk 2.13 passes `temperature` in a way
     # anthropic 2.12's client rejects (a TypeError, recorded as such).
     assert await run_model(AnthropicLlm(model="claude-sonnet-4"), provider, "stock?", None) is None
@@ -82,6 +84,7 @@ async def test_anthropic_over_http(traced, anthropic_api) -> None:
     attributes = dict(span.attributes or {})
     assert span.status.status_code is StatusCode.OK
     assert attributes[sc.GEN_AI_PROVIDER_NAME] == "anthropic"
+    assert (attributes[sc.SERVER_ADDRESS], attributes[sc.SERVER_PORT]) == address(url)
     assert attributes[sc.GEN_AI_REQUEST_MODEL] == "claude-sonnet-4"
     assert attributes[sc.GEN_AI_USAGE_OUTPUT_TOKENS] == 5
     assert attributes[sc.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] == 8
@@ -94,7 +97,7 @@ async def test_anthropic_over_http(traced, anthropic_api) -> None:
         assert attributes[sc.GEN_AI_RESPONSE_FINISH_REASONS] == ("stop",)
     else:
         assert attributes[sc.GEN_AI_USAGE_INPUT_TOKENS] == 30
-    assert anthropic_api[-1]["path"] == "/v1/messages"
+    assert requests[-1]["path"] == "/v1/messages"
     # The anthropic SDK's own httpx client is not reached by the httpx
     # instrumentation's global patching (measured: no HTTP span at all), so
     # there is no HTTP child to check here; LiteLLM's and google-genai's are.
