@@ -349,6 +349,15 @@ def _prefix_provider(model_str: str) -> str | None:
     return _LITELLM_PROVIDERS.get(prefix, prefix)
 
 
+def _named_provider(model_str: str) -> str | None:
+    """The provider a model string names by a registry provider prefix
+    (``openai/gpt-4o``), else ``None``: for a model class adk-otel does not
+    know, which may serve any name from anywhere, only an explicit prefix
+    says something (``my-org/finetune`` names an owner, not a provider)."""
+    prefix, sep, _ = model_str.partition("/")
+    return _LITELLM_PROVIDERS.get(prefix.lower()) if sep else None
+
+
 def _kind(model_obj: Any) -> str:
     cls = type(model_obj)
     kind = _provider_kind_cache.get(cls)
@@ -387,7 +396,7 @@ def provider_name(model_obj: Any, model_str: str | None) -> str | None:
     if kind == "apigee":
         model_str = model_str.removeprefix("apigee/")
     elif kind == "unknown":
-        return None
+        return _named_provider(model_str)
     # Only a model name to go on.
     if _GEMINI_NAME.match(model_str) or model_str.startswith("projects/"):
         return _google_provider()

@@ -66,10 +66,30 @@ async def test_gemini_on_vertex_follows_the_backend_variables(
     )
 
 
-async def test_unknown_model_class_omits_the_provider() -> None:
-    rec = await run(LlmAgent(name="clerk", model=ScriptedModel(script=[reply("hi")])))
-    assert sc.GEN_AI_PROVIDER_NAME not in rec.one("generate_content scripted-model").attributes
-    assert sc.GEN_AI_PROVIDER_NAME not in rec.one("invoke_agent clerk").attributes
+@pytest.mark.parametrize(
+    ("model", "expected"),
+    [
+        ("scripted-model", None),
+        # A class adk-otel does not know may serve any name from anywhere:
+        # a bare model name says nothing about where it runs...
+        ("gemini-2.5-flash", None),
+        ("claude-sonnet-4", None),
+        # ...nor an owner prefix outside the registry (a Hugging Face style name)...
+        ("my-org/finetune-7b", None),
+        # ...but a registry provider prefix names the provider outright.
+        ("openai/gpt-4o", "openai"),
+        ("bedrock/anthropic.claude-3", "aws.bedrock"),
+    ],
+)
+async def test_unknown_model_class_provider_only_from_a_named_provider(
+    model: str, expected: str | None
+) -> None:
+    agent = LlmAgent(name="clerk", model=ScriptedModel(model=model, script=[reply("hi")]))
+    rec = await run(agent)
+    for span in (rec.one(f"generate_content {model}"), rec.one("invoke_agent clerk")):
+        assert span.attributes.get(sc.GEN_AI_PROVIDER_NAME) == expected
+        assert sc.SERVER_ADDRESS not in span.attributes
+        assert sc.SERVER_PORT not in span.attributes
 
 
 async def test_model_span_request_response_and_finish_reason() -> None:
