@@ -14,18 +14,20 @@ from typing import Any
 
 import pytest
 from google.adk.agents import LlmAgent
+from google.adk.runners import InMemoryRunner
 from google.genai import types
 from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
 from opentelemetry.sdk.trace import TracerProvider
 
+import adk_otel
 from adk_otel import semconv as sc
 from adk_otel.content import CAPTURE_ENV
 from adk_otel.details import AS_SPAN_EVENT_ENV, DetailsLog
 from adk_otel.testing.model import ScriptedModel, Step, call, calls, fail, reply, stream
 from adk_otel.testing.receiver import OtlpReceiver
 
-from .harness import Recorded, run
+from .harness import APP, USER, Recorded, providers, run
 
 PROMPT = "PROMPT-5e1c"
 
@@ -308,3 +310,40 @@ def test_the_log_exporter_follows_the_otlp_variables(monkeypatch: pytest.MonkeyP
     exporter.shutdown()
     monkeypatch.setenv("OTEL_LOGS_EXPORTER", "none")
     assert otlp_log_exporter_from_env() is None
+
+
+async def test_instrument_again_with_another_logger_provider_moves_only_the_records() -> None:
+    """Options passed again change only those options: later records go to the
+    new logger provider, spans stay on the tracer provider, capture stays on."""
+    first, first_records = logs()
+    second, second_records = logs()
+    tracer_provider, spans, meter_provider, _ = providers()
+    runner = adk_otel.instrument(
+        InMemoryRunner(agent=clerk(reply("in stock")), app_name=APP),
+        tracer_provider=tracer_provider,
+        meter_provider=meter_provider,
+        capture_content="EVENT_ONLY",
+        logger_provider=first,
+    )
+
+    async def one_run() -> None:
+        session = await runner.session_service.create_session(app_name=APP, user_id=USER)
+        async for _ in runner.run_async(
+            user_id=USER, session_id=session.id, new_message=types.UserContent(PROMPT)
+        ):
+            pass
+
+    await one_run()
+    assert adk_otel.instrument(runner, logger_provider=second) is runner
+    await one_run()
+
+    models = sorted(
+        (s for s in spans.get_finished_spans() if s.name.startswith("generate_content")),
+        key=lambda s: s.start_time or 0,
+    )
+    assert len(models) == 2  # both runs traced on the first tracer provider
+    (before,) = details(first_records)
+    (after,) = details(second_records)
+    assert before.span_id == models[0].context.span_id
+    assert after.span_id == models[1].context.span_id
+    assert after.attributes[sc.GEN_AI_INPUT_MESSAGES][0]["parts"][0]["content"] == PROMPT

@@ -3,14 +3,24 @@ conventions' chunk metrics (ADK calls after_model once per partial chunk)."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+from collections.abc import AsyncGenerator
+
 import pytest
 from google.adk.agents import LlmAgent
+from google.adk.agents.run_config import RunConfig, StreamingMode
+from google.adk.models.llm_request import LlmRequest
+from google.adk.models.llm_response import LlmResponse
+from google.adk.runners import InMemoryRunner
+from google.genai import types
 
+import adk_otel
 from adk_otel import metrics as adk_metrics
 from adk_otel import semconv as sc
 from adk_otel.testing.model import reply, stream
 
-from .harness import ScriptedGemini, run
+from .harness import APP, USER, Recorded, ScriptedGemini, providers, run
 
 DIMENSIONS = {
     sc.GEN_AI_OPERATION_NAME: "generate_content",
@@ -70,3 +80,79 @@ async def test_without_a_meter_provider_the_span_still_has_it() -> None:
     (span,) = rec.kind("model")
     assert span.attributes[sc.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] >= LATENCY
     assert not rec.metrics()
+
+
+# -- calls that do not finish: no chunk metrics (the rule of the duration metric) --
+
+
+class StallingGemini(ScriptedGemini):
+    """Streams two chunks, then waits for a third that never comes."""
+
+    async def generate_content_async(
+        self, llm_request: LlmRequest, stream: bool = False
+    ) -> AsyncGenerator[LlmResponse, None]:
+        for text in ("in ", "stock"):
+            await asyncio.sleep(0)
+            yield LlmResponse(
+                content=types.Content(role="model", parts=[types.Part(text=text)]), partial=True
+            )
+        await asyncio.Event().wait()
+        yield LlmResponse()  # never reached
+
+
+async def stalled_run(*, close: bool) -> Recorded:
+    """A streamed run stopped after its two chunks arrived: the consumer closes
+    the event stream (``close``), else the task running it is cancelled."""
+    tracer_provider, exporter, meter_provider, reader = providers()
+    recorded = Recorded(exporter=exporter, reader=reader)
+    agent = LlmAgent(name="clerk", model=StallingGemini())
+    runner = adk_otel.instrument(
+        InMemoryRunner(agent=agent, app_name=APP),
+        tracer_provider=tracer_provider,
+        meter_provider=meter_provider,
+    )
+    session = await runner.session_service.create_session(app_name=APP, user_id=USER)
+    both_chunks = asyncio.Event()
+
+    async def consume() -> None:
+        async with contextlib.aclosing(
+            runner.run_async(
+                user_id=USER,
+                session_id=session.id,
+                new_message=types.UserContent("stock?"),
+                run_config=RunConfig(streaming_mode=StreamingMode.SSE),
+            )
+        ) as events:
+            async for event in events:
+                recorded.events.append(event)
+                if len(recorded.events) == 2:
+                    if close:
+                        return
+                    both_chunks.set()
+
+    task = asyncio.create_task(consume())
+    if close:
+        await task
+    else:
+        await both_chunks.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    return recorded
+
+
+@pytest.mark.parametrize(
+    ("close", "outcome"), [(True, "incomplete"), (False, "cancelled")], ids=["closed", "cancelled"]
+)
+async def test_a_stream_that_does_not_finish_records_no_chunk_metrics(
+    close: bool, outcome: str
+) -> None:
+    rec = await stalled_run(close=close)
+    (span,) = rec.kind("model")
+    assert span.attributes[sc.ADK_OUTCOME] == outcome
+    # The first chunk did arrive: the span has its time to first chunk...
+    assert span.attributes[sc.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] > 0
+    # ...but a call that did not finish counts in no distribution, like its duration.
+    assert not rec.points(sc.METRIC_CLIENT_TIME_TO_FIRST_CHUNK)
+    assert not rec.points(sc.METRIC_CLIENT_TIME_PER_OUTPUT_CHUNK)
+    assert not rec.points(sc.METRIC_CLIENT_OPERATION_DURATION)
