@@ -130,3 +130,36 @@ def test_the_cache_forgets_a_model_object_that_goes() -> None:
     del model
     gc.collect()
     assert key not in attrs._server_cache
+
+
+def _takes_a_client(cls: type) -> bool:
+    """google-adk 2.13's Gemini and AnthropicLlm take a client of your own; 2.5's do not."""
+    return "client" in cls.model_fields
+
+
+def test_a_gemini_client_of_your_own_is_read() -> None:
+    from google import genai
+
+    if not _takes_a_client(Gemini):
+        assert "client" not in Gemini.model_fields  # google-adk 2.5: nothing to read
+        return
+    client = genai.Client(api_key="test-key", http_options={"base_url": "http://127.0.0.1:9100"})
+    assert attrs.model_server(gemini(client=client)) == ("127.0.0.1", 9100)
+
+
+def test_an_anthropic_client_of_your_own_is_read() -> None:
+    from anthropic import AsyncAnthropic
+
+    if not _takes_a_client(AnthropicLlm):
+        assert "client" not in AnthropicLlm.model_fields  # google-adk 2.5: nothing to read
+        return
+    client = AsyncAnthropic(api_key="test-key", base_url="http://127.0.0.1:9200")
+    model = AnthropicLlm(model="claude-sonnet-4", client=client)
+    assert attrs.model_server(model) == ("127.0.0.1", 9200)
+
+
+def test_apigee_is_not_derived() -> None:
+    from google.adk.models.apigee_llm import ApigeeLlm
+
+    model = ApigeeLlm(model="apigee/gemini-2.5-flash", proxy_url="https://proxy.example")
+    assert attrs.model_server(model) is None
