@@ -382,8 +382,8 @@ def provider_name(model_obj: Any, model_str: str | None) -> str | None:
 
     Gemini classes: ``gcp.vertex_ai`` or ``gcp.gemini`` by the google-genai
     backend variables; Anthropic classes: ``anthropic``; LiteLLM: its
-    provider prefix. ``None`` (attribute omitted) when unknown, e.g. a custom
-    ``BaseLlm``.
+    provider prefix; any other class (a custom ``BaseLlm``): a registry
+    provider prefix only. ``None`` (attribute omitted) when unknown.
     """
     model_str = model_str or ""
     kind = _kind(model_obj) if model_obj is not None else "string"
