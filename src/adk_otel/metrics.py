@@ -77,6 +77,8 @@ _DIMENSIONS = {
         sc.GEN_AI_OPERATION_NAME,
         sc.GEN_AI_PROVIDER_NAME,
         sc.GEN_AI_REQUEST_MODEL,
+        sc.SERVER_ADDRESS,
+        sc.SERVER_PORT,
     ),
     _AGENT: (sc.GEN_AI_AGENT_NAME, sc.GEN_AI_REQUEST_MODEL),
     _TOOL: (sc.GEN_AI_TOOL_NAME, sc.GEN_AI_TOOL_TYPE, sc.GEN_AI_AGENT_NAME),
@@ -86,6 +88,8 @@ _INFERENCE_EVENT_KEYS = (
     sc.GEN_AI_OPERATION_NAME,
     sc.GEN_AI_PROVIDER_NAME,
     sc.GEN_AI_REQUEST_MODEL,
+    sc.SERVER_ADDRESS,
+    sc.SERVER_PORT,
 )
 
 
@@ -233,6 +237,8 @@ _DETAILS_START_KEYS = frozenset(
         sc.GEN_AI_PROVIDER_NAME,
         sc.GEN_AI_CONVERSATION_ID,
         sc.GEN_AI_OUTPUT_TYPE,
+        sc.SERVER_ADDRESS,
+        sc.SERVER_PORT,
     }
 )
 

@@ -27,7 +27,7 @@ from adk_otel.details import AS_SPAN_EVENT_ENV, DetailsLog
 from adk_otel.testing.model import ScriptedModel, Step, call, calls, fail, reply, stream
 from adk_otel.testing.receiver import OtlpReceiver
 
-from .harness import APP, USER, Recorded, providers, run
+from .harness import APP, USER, Recorded, ScriptedGemini, providers, run
 
 PROMPT = "PROMPT-5e1c"
 
@@ -347,3 +347,17 @@ async def test_instrument_again_with_another_logger_provider_moves_only_the_reco
     assert before.span_id == models[0].context.span_id
     assert after.span_id == models[1].context.span_id
     assert after.attributes[sc.GEN_AI_INPUT_MESSAGES][0]["parts"][0]["content"] == PROMPT
+
+
+async def test_the_record_names_the_server_of_a_known_model_class(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in ("GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GENAI_USE_ENTERPRISE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", "http://gateway.internal:8000")
+    provider, exporter = logs()
+    agent = LlmAgent(name="clerk", model=ScriptedGemini(script=[reply("hi")]))
+    await run(agent, capture_content="EVENT_ONLY", logger_provider=provider)
+    (record,) = details(exporter)
+    assert record.attributes[sc.SERVER_ADDRESS] == "gateway.internal"
+    assert record.attributes[sc.SERVER_PORT] == 8000

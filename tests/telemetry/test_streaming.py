@@ -27,10 +27,23 @@ DIMENSIONS = {
     sc.GEN_AI_PROVIDER_NAME: "gcp.gemini",
     sc.GEN_AI_REQUEST_MODEL: "gemini-2.5-flash",
     sc.GEN_AI_RESPONSE_MODEL: "scripted-model-001",
+    # Where ADK's Gemini class sends its requests by default.
+    sc.SERVER_ADDRESS: "generativelanguage.googleapis.com",
+    sc.SERVER_PORT: 443,
 }
 LATENCY = 0.05
 """The scripted model's delay before its first chunk (a stand-in for the
 network), so the measured time to first chunk has a known floor."""
+
+
+@pytest.fixture(autouse=True)
+def _gemini_api(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in (
+        "GOOGLE_GENAI_USE_VERTEXAI",
+        "GOOGLE_GENAI_USE_ENTERPRISE",
+        "GOOGLE_GEMINI_BASE_URL",
+    ):
+        monkeypatch.delenv(name, raising=False)
 
 
 def clerk(*script: object) -> LlmAgent:
@@ -51,6 +64,8 @@ async def test_a_streamed_call_has_its_time_to_first_chunk_and_chunk_metrics() -
     per_chunk = rec.point(sc.METRIC_CLIENT_TIME_PER_OUTPUT_CHUNK, DIMENSIONS)
     assert per_chunk.count == 2  # every chunk after the first
     assert 0 <= per_chunk.sum < ttfc
+    # The call's duration has the same dimensions, server.address and .port included.
+    assert rec.point(sc.METRIC_CLIENT_OPERATION_DURATION, DIMENSIONS).count == 1
     metrics = rec.metrics()
     for name in (sc.METRIC_CLIENT_TIME_TO_FIRST_CHUNK, sc.METRIC_CLIENT_TIME_PER_OUTPUT_CHUNK):
         assert metrics[name].unit == "s"
