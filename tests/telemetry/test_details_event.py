@@ -349,15 +349,27 @@ async def test_instrument_again_with_another_logger_provider_moves_only_the_reco
     assert after.attributes[sc.GEN_AI_INPUT_MESSAGES][0]["parts"][0]["content"] == PROMPT
 
 
-async def test_the_record_names_the_server_of_a_known_model_class(
-    monkeypatch: pytest.MonkeyPatch,
+@pytest.mark.parametrize("as_span_event", [False, True], ids=["record", "span_event"])
+async def test_the_details_event_names_the_server_of_a_known_model_class(
+    monkeypatch: pytest.MonkeyPatch, as_span_event: bool
 ) -> None:
     for name in ("GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GENAI_USE_ENTERPRISE"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", "http://gateway.internal:8000")
     provider, exporter = logs()
     agent = LlmAgent(name="clerk", model=ScriptedGemini(script=[reply("hi")]))
-    await run(agent, capture_content="EVENT_ONLY", logger_provider=provider)
-    (record,) = details(exporter)
-    assert record.attributes[sc.SERVER_ADDRESS] == "gateway.internal"
-    assert record.attributes[sc.SERVER_PORT] == 8000
+    rec = await run(
+        agent,
+        capture_content="EVENT_ONLY",
+        logger_provider=provider,
+        details_as_span_event=as_span_event,
+    )
+    if as_span_event:
+        (span,) = rec.kind("model")
+        (event,) = span.events
+        attributes = event.attributes
+    else:
+        (record,) = details(exporter)
+        attributes = record.attributes
+    assert attributes[sc.SERVER_ADDRESS] == "gateway.internal"
+    assert attributes[sc.SERVER_PORT] == 8000
