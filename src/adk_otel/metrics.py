@@ -107,11 +107,13 @@ def _dimensions(facts: _Facts, keys: tuple[str, ...] | None = None) -> dict[str,
 
 
 class Instruments:
-    """The metric instruments of one meter provider, created once."""
+    """The metric instruments of one meter provider, created once per
+    conventions version (``latest``: ``OTEL_SEMCONV_STABILITY_OPT_IN``)."""
 
-    def __init__(self, meter: metrics.Meter, *, overlapping: bool) -> None:
+    def __init__(self, meter: metrics.Meter, *, overlapping: bool, latest: bool = False) -> None:
         self.overlapping = overlapping
-        """False when ADK records the four GenAI streams itself."""
+        """False when ADK records its GenAI streams itself."""
+        self.latest = latest
         self.invocations: metrics.Counter = meter.create_counter(
             sc.METRIC_INVOCATION_COUNT,
             unit="{invocation}",
@@ -119,31 +121,65 @@ class Instruments:
         )
         # ADK records no streaming metrics: these two are adk-otel's in any case.
         self.time_to_first_chunk: metrics.Histogram = meter.create_histogram(
-            sc.METRIC_CLIENT_TIME_TO_FIRST_CHUNK,
+            sc.METRIC_CLIENT_INFERENCE_TIME_TO_FIRST_CHUNK
+            if latest
+            else sc.METRIC_CLIENT_TIME_TO_FIRST_CHUNK,
             unit="s",
             description="Time to receive the first chunk of a streamed model response.",
             explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
         )
         self.time_per_output_chunk: metrics.Histogram = meter.create_histogram(
-            sc.METRIC_CLIENT_TIME_PER_OUTPUT_CHUNK,
+            sc.METRIC_CLIENT_INFERENCE_TIME_PER_OUTPUT_CHUNK
+            if latest
+            else sc.METRIC_CLIENT_TIME_PER_OUTPUT_CHUNK,
             unit="s",
             description="Time between consecutive chunks of a streamed model response.",
             explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
         )
+        self.token_usage: metrics.Histogram | None = None
+        self.usage: dict[str, metrics.Counter] = {}
+        """Span usage attribute -> its usage counter (latest conventions)."""
+        self.per_call: dict[str, metrics.Histogram] = {}
+        """Span usage attribute -> its per-call histogram (latest conventions)."""
+        self.model_calls = overlapping or latest
+        """Whether model-call durations and tokens are recorded: the latest
+        conventions' names are never ADK's, so they are recorded even when
+        ADK keeps its own (earlier-named) streams."""
+        if latest:
+            self.operation_duration: metrics.Histogram = meter.create_histogram(
+                sc.METRIC_CLIENT_INFERENCE_DURATION,
+                unit="s",
+                description="GenAI inference operation duration.",
+                explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
+            )
+            self.usage = {
+                attribute: meter.create_counter(name, unit="{token}", description=description)
+                for attribute, name, description in _USAGE_COUNTERS
+            }
+            self.per_call = {
+                attribute: meter.create_histogram(
+                    name,
+                    unit="{token}",
+                    description=description,
+                    explicit_bucket_boundaries_advisory=TOKEN_BUCKETS,
+                )
+                for attribute, name, description in _PER_CALL_HISTOGRAMS
+            }
+        elif overlapping:
+            self.operation_duration = meter.create_histogram(
+                sc.METRIC_CLIENT_OPERATION_DURATION,
+                unit="s",
+                description="GenAI operation duration.",
+                explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
+            )
+            self.token_usage = meter.create_histogram(
+                sc.METRIC_CLIENT_TOKEN_USAGE,
+                unit="{token}",
+                description="Number of input and output tokens used.",
+                explicit_bucket_boundaries_advisory=TOKEN_BUCKETS,
+            )
         if not overlapping:
             return
-        self.operation_duration: metrics.Histogram = meter.create_histogram(
-            sc.METRIC_CLIENT_OPERATION_DURATION,
-            unit="s",
-            description="GenAI operation duration.",
-            explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
-        )
-        self.token_usage: metrics.Histogram = meter.create_histogram(
-            sc.METRIC_CLIENT_TOKEN_USAGE,
-            unit="{token}",
-            description="Number of input and output tokens used.",
-            explicit_bucket_boundaries_advisory=TOKEN_BUCKETS,
-        )
         self.agent_duration: metrics.Histogram = meter.create_histogram(
             sc.METRIC_INVOKE_AGENT_DURATION,
             unit="s",
@@ -158,27 +194,76 @@ class Instruments:
         )
 
 
-_instruments: weakref.WeakKeyDictionary[Any, Instruments] = weakref.WeakKeyDictionary()
+# The latest conventions' token instruments: (span usage attribute, name, description).
+# Under the opt-in the span carries cache writes as ``cache_write`` (stability.py).
+_USAGE_COUNTERS = (
+    (
+        sc.GEN_AI_USAGE_INPUT_TOKENS,
+        sc.METRIC_USAGE_INPUT_TOKENS,
+        "The number of input (prompt) tokens used, including cached tokens.",
+    ),
+    (
+        sc.GEN_AI_USAGE_OUTPUT_TOKENS,
+        sc.METRIC_USAGE_OUTPUT_TOKENS,
+        "The number of output (completion) tokens used, including reasoning tokens.",
+    ),
+    (
+        sc.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS,
+        sc.METRIC_USAGE_CACHE_READ_INPUT_TOKENS,
+        "The number of input tokens served from a provider-managed cache.",
+    ),
+    (
+        sc.GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS,
+        sc.METRIC_USAGE_CACHE_WRITE_INPUT_TOKENS,
+        "The number of input tokens written to a provider-managed cache.",
+    ),
+    (
+        sc.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS,
+        sc.METRIC_USAGE_REASONING_OUTPUT_TOKENS,
+        "The number of output tokens used for reasoning.",
+    ),
+)
+_PER_CALL_HISTOGRAMS = (
+    (
+        sc.GEN_AI_USAGE_INPUT_TOKENS,
+        sc.METRIC_OPERATION_INPUT_TOKENS,
+        "The number of input (prompt) tokens used per inference operation.",
+    ),
+    (
+        sc.GEN_AI_USAGE_OUTPUT_TOKENS,
+        sc.METRIC_OPERATION_OUTPUT_TOKENS,
+        "The number of output (completion) tokens used per inference operation.",
+    ),
+)
 
 
-def resolve_instruments(explicit: metrics.MeterProvider | None) -> Instruments | None:
-    """Instruments on the provider passed in, else the global one; ``None``
-    (no metric work at all) when neither is a real provider."""
+_instruments: weakref.WeakKeyDictionary[Any, dict[bool, Instruments]] = weakref.WeakKeyDictionary()
+
+
+def resolve_instruments(
+    explicit: metrics.MeterProvider | None, *, latest: bool = False
+) -> Instruments | None:
+    """Instruments on the provider passed in, else the global one, in the
+    latest conventions' names when ``latest``; ``None`` (no metric work at
+    all) when neither is a real provider."""
     provider = explicit if explicit is not None else metrics.get_meter_provider()
     if not _is_real(provider):
         return None
     try:
-        cached = _instruments.get(provider)
+        by_version = _instruments.get(provider)
     except TypeError:
-        cached = None
+        by_version = None
+    cached = by_version.get(latest) if by_version is not None else None
     if cached is not None:
         return cached
     overlapping = not _adk_meter_active()
     created = Instruments(
-        provider.get_meter(sc.INSTRUMENTATION_SCOPE, __version__), overlapping=overlapping
+        provider.get_meter(sc.INSTRUMENTATION_SCOPE, __version__),
+        overlapping=overlapping,
+        latest=latest,
     )
     with contextlib.suppress(TypeError):  # a provider that takes no weak reference
-        _instruments[provider] = created
+        _instruments.setdefault(provider, {})[latest] = created
     return created
 
 
@@ -269,6 +354,24 @@ def _since_start(entry: Entry, facts: _Facts, now: int) -> float | None:
         return (now - facts.started) / 1e9
     start = getattr(entry.span, "start_time", None)
     return (time.time_ns() - start) / 1e9 if isinstance(start, int) else None
+
+
+def _record_latest_usage(
+    instruments: Instruments,
+    attributes: Mapping[str, AttributeValue],
+    dims: Mapping[str, AttributeValue],
+) -> None:
+    """A model call's usage as the latest conventions' counters (by modality:
+    ADK's usage gives none per category, so ``unknown``) and per-call histograms."""
+    counted = {**dims, sc.GEN_AI_TOKEN_MODALITY: sc.TOKEN_MODALITY_UNKNOWN}
+    for key, counter in instruments.usage.items():
+        value = attributes.get(key)
+        if isinstance(value, int):
+            counter.add(value, counted)
+    for key, histogram in instruments.per_call.items():
+        value = attributes.get(key)
+        if isinstance(value, int):
+            histogram.record(value, dims)
 
 
 # -- per-span bookkeeping ----------------------------------------------------------
@@ -386,9 +489,13 @@ class TelemetryLedger(Ledger):
         facts.response_model = attributes.get(sc.GEN_AI_RESPONSE_MODEL)
         facts.response = attributes
         instruments = self.instruments
-        if instruments is None or not instruments.overlapping:
+        if instruments is None or not instruments.model_calls:
             return
         dims = _dimensions(facts)
+        if instruments.latest:
+            _record_latest_usage(instruments, attributes, dims)
+            return
+        assert instruments.token_usage is not None
         for key, token_type in (
             (sc.GEN_AI_USAGE_INPUT_TOKENS, "input"),
             (sc.GEN_AI_USAGE_OUTPUT_TOKENS, "output"),
@@ -526,12 +633,14 @@ class TelemetryLedger(Ledger):
             instruments.time_to_first_chunk.record(facts.first_chunk, chunk_dims)
             for gap in facts.chunk_gaps or ():
                 instruments.time_per_output_chunk.record(gap, chunk_dims)
-        if not instruments.overlapping:
-            return
         seconds = (time.perf_counter_ns() - facts.started) / 1e9
         if facts.kind == _MODEL:
-            instruments.operation_duration.record(seconds, dims)
-        elif facts.kind == _AGENT:
+            if instruments.model_calls:
+                instruments.operation_duration.record(seconds, dims)
+            return
+        if not instruments.overlapping:
+            return
+        if facts.kind == _AGENT:
             instruments.agent_duration.record(seconds, dims)
         elif facts.kind == _TOOL:
             instruments.tool_duration.record(seconds, dims)

@@ -206,7 +206,8 @@ class AdkOtelPlugin(BasePlugin):
         self._content = resolve_content(self._content_settings)
         self._latest = stability.latest_gen_ai()
         ledger.retarget(
-            resolve_tracer(self._settings), resolve_instruments(self._settings.meter_provider)
+            resolve_tracer(self._settings),
+            resolve_instruments(self._settings.meter_provider, latest=self._latest),
         )
         if ledger.details is not None:
             ledger.details.flush()
@@ -226,7 +227,7 @@ class AdkOtelPlugin(BasePlugin):
             self._latest = stability.latest_gen_ai()
             ledger = self._ledger_instance = TelemetryLedger(
                 resolve_tracer(self._settings),
-                resolve_instruments(self._settings.meter_provider),
+                resolve_instruments(self._settings.meter_provider, latest=self._latest),
             )
             ledger.details = self._details_log()
             _end_at_exit(self)

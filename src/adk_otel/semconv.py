@@ -85,6 +85,8 @@ GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS = "gen_ai.usage.cache_write.input_tokens"
 written instead of it only under ``OTEL_SEMCONV_STABILITY_OPT_IN`` (stability.py)."""
 GEN_AI_USAGE_REASONING_OUTPUT_TOKENS = "gen_ai.usage.reasoning.output_tokens"
 GEN_AI_TOKEN_TYPE = "gen_ai.token.type"
+GEN_AI_TOKEN_MODALITY = "gen_ai.token.modality"
+TOKEN_MODALITY_UNKNOWN = "unknown"
 GEN_AI_INPUT_MESSAGES = "gen_ai.input.messages"
 GEN_AI_OUTPUT_MESSAGES = "gen_ai.output.messages"
 GEN_AI_SYSTEM_INSTRUCTIONS = "gen_ai.system_instructions"
@@ -151,6 +153,18 @@ METRIC_EXECUTE_TOOL_DURATION = "gen_ai.execute_tool.duration"
 METRIC_CLIENT_TIME_TO_FIRST_CHUNK = "gen_ai.client.operation.time_to_first_chunk"
 METRIC_CLIENT_TIME_PER_OUTPUT_CHUNK = "gen_ai.client.operation.time_per_output_chunk"
 METRIC_INVOCATION_COUNT = "adk.invocation.count"
+# The current conventions' names, recorded instead of the model-call ones above
+# only under OTEL_SEMCONV_STABILITY_OPT_IN (stability.py).
+METRIC_CLIENT_INFERENCE_DURATION = "gen_ai.client.inference.duration"
+METRIC_CLIENT_INFERENCE_TIME_TO_FIRST_CHUNK = "gen_ai.client.inference.time_to_first_chunk"
+METRIC_CLIENT_INFERENCE_TIME_PER_OUTPUT_CHUNK = "gen_ai.client.inference.time_per_output_chunk"
+METRIC_USAGE_INPUT_TOKENS = "gen_ai.client.inference.usage.input_tokens"
+METRIC_USAGE_OUTPUT_TOKENS = "gen_ai.client.inference.usage.output_tokens"
+METRIC_USAGE_CACHE_READ_INPUT_TOKENS = "gen_ai.client.inference.usage.cache_read.input_tokens"
+METRIC_USAGE_CACHE_WRITE_INPUT_TOKENS = "gen_ai.client.inference.usage.cache_write.input_tokens"
+METRIC_USAGE_REASONING_OUTPUT_TOKENS = "gen_ai.client.inference.usage.reasoning.output_tokens"
+METRIC_OPERATION_INPUT_TOKENS = "gen_ai.client.inference.operation.input_tokens"
+METRIC_OPERATION_OUTPUT_TOKENS = "gen_ai.client.inference.operation.output_tokens"
 
 
 class SpanKind(StrEnum):
