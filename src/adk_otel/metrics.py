@@ -15,6 +15,8 @@ closes (swept, cancelled, closed early) get their numbers too:
   (with ``error.type``), and ``adk.invocation.count`` for every run by outcome;
   for streamed model calls ``gen_ai.client.operation.time_to_first_chunk`` and
   ``.time_per_output_chunk`` (ADK records neither, so these are always adk-otel's).
+  Under ``OTEL_SEMCONV_STABILITY_OPT_IN`` (stability.py) the model-call ones take
+  the current conventions' ``gen_ai.client.inference.*`` names and token counters.
 * **Content events** (content capture in an EVENT mode): one span event per
   span, emitted as it ends, with everything captured for it; a model call's
   is the details event, a log record when a logger is set (``details.py``).
@@ -24,7 +26,8 @@ ADK records the four ``gen_ai`` streams itself (meter scope
 switched off there through the SDK's meter configurator whenever adk-otel
 records them; where it cannot be, or ``ADK_OTEL_KEEP_ADK_METRICS=true`` keeps
 it, adk-otel leaves those streams to ADK and records ``adk.invocation.count``
-only.
+only, plus, under the opt-in, the model-call instruments (ADK never uses their
+current names).
 """
 
 from __future__ import annotations

@@ -11,7 +11,13 @@ whose name or meaning changed (docs/telemetry.md, "Latest conventions"):
   ``adk.usage.cache_creation.input_tokens`` becomes ``adk.usage.cache_write.input_tokens``);
 * ``gen_ai.request.top_k`` is an int, not a double;
 * ``gen_ai.provider.name`` is no longer written on agent spans (the current
-  agent-span conventions dropped it; model spans keep it).
+  agent-span conventions dropped it; model spans keep it);
+* the model-call metrics: ``gen_ai.client.operation.duration`` becomes
+  ``gen_ai.client.inference.duration``; ``gen_ai.client.token.usage`` gives way
+  to the ``gen_ai.client.inference.usage.*`` counters and the
+  ``gen_ai.client.inference.operation.{input,output}_tokens`` histograms; the
+  chunk metrics move from ``gen_ai.client.operation.*`` to
+  ``gen_ai.client.inference.*`` (agent, tool and run metrics keep their names).
 
 Read when the plugin resolves its providers, like the content settings.
 """
