@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 from collections.abc import AsyncGenerator
 
 import pytest
@@ -52,9 +51,6 @@ def clerk(*script: object) -> LlmAgent:
 
 
 async def test_a_streamed_call_has_its_time_to_first_chunk_and_chunk_metrics() -> None:
-    # A full collection of the suite's heap (about 0.2 s on google-adk 2.5) landing
-    # between two chunks would swamp the scripted latency: start with none due.
-    gc.collect()
     rec = await run(clerk(stream("in ", "stock", "!", delay=LATENCY)), streaming=True)
     (span,) = rec.kind("model")
     ttfc = span.attributes[sc.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK]
@@ -67,7 +63,11 @@ async def test_a_streamed_call_has_its_time_to_first_chunk_and_chunk_metrics() -
     assert dict(first.attributes) == DIMENSIONS
     per_chunk = rec.point(sc.METRIC_CLIENT_TIME_PER_OUTPUT_CHUNK, DIMENSIONS)
     assert per_chunk.count == 2  # every chunk after the first
-    assert 0 <= per_chunk.sum < ttfc
+    # Measured between chunks, not from the start: the gaps fit in what is left
+    # of the span after the first chunk (a bound no pause on a busy machine breaks;
+    # 5 ms for the span's wall clock against the chunks' monotonic one).
+    after_first = (span.end_time - span.start_time) / 1e9 - ttfc
+    assert 0 <= per_chunk.sum <= after_first + 0.005
     # The call's duration has the same dimensions, server.address and .port included.
     assert rec.point(sc.METRIC_CLIENT_OPERATION_DURATION, DIMENSIONS).count == 1
     metrics = rec.metrics()
