@@ -114,9 +114,9 @@ class Instruments:
     conventions version (``latest``: ``OTEL_SEMCONV_STABILITY_OPT_IN``)."""
 
     def __init__(self, meter: metrics.Meter, *, overlapping: bool, latest: bool = False) -> None:
-        self.overlapping = overlapping
+        self.overlapping: bool = overlapping
         """False when ADK records its GenAI streams itself."""
-        self.latest = latest
+        self.latest: bool = latest
         self.invocations: metrics.Counter = meter.create_counter(
             sc.METRIC_INVOCATION_COUNT,
             unit="{invocation}",
@@ -144,7 +144,7 @@ class Instruments:
         """Span usage attribute -> its usage counter (latest conventions)."""
         self.per_call: dict[str, metrics.Histogram] = {}
         """Span usage attribute -> its per-call histogram (latest conventions)."""
-        self.model_calls = overlapping or latest
+        self.model_calls: bool = overlapping or latest
         """Whether model-call durations and tokens are recorded: the latest
         conventions' names are never ADK's, so they are recorded even when
         ADK keeps its own (earlier-named) streams."""
