@@ -119,8 +119,11 @@ def _clean_sequence(values: list[object] | tuple[object, ...], limit: int) -> bo
     """Whether every string in a sequence value is short plain ASCII already
     (a model's finish reasons, stop sequences): then it is kept as it is."""
     for item in values:
-        if item.__class__ is str and not (item.isascii() and len(item) <= limit):
-            return False
+        if item.__class__ is str:
+            if not (item.isascii() and len(item) <= limit):
+                return False
+        elif isinstance(item, str):
+            return False  # a str subclass: cleaned by attribute(), as before the fast path
     return True
 
 

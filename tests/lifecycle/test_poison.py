@@ -140,3 +140,17 @@ async def test_an_abort_ends_every_layer_cancelled(recorder, caplog, abort, reas
         if span.attributes["adk.outcome"] == "cancelled":
             assert span.attributes["adk.close_reason"] == reason
         assert "error.type" not in span.attributes
+
+
+class _Text(str):
+    """A str subclass, as a library may hand over for a finish reason."""
+
+
+def test_a_sequence_of_clean_text_is_kept_and_anything_else_is_cleaned():
+    clean = {"gen_ai.response.finish_reasons": ("stop",), "n": 1}
+    assert sanitize.attributes(clean) is clean  # the fast path: no copy
+    for hostile in ("\ud800", "x" * (sanitize.TEXT_LENGTH + 10), _Text("\ud800")):
+        cleaned = sanitize.attributes({"gen_ai.response.finish_reasons": ("stop", hostile)})
+        (_, value) = cleaned["gen_ai.response.finish_reasons"]
+        assert type(value) is str and len(value) < sanitize.TEXT_LENGTH + 100
+        value.encode("utf-8")  # valid UTF-8: no lone surrogate left
