@@ -444,7 +444,7 @@ def _base_url(model_obj: Any) -> Any:
     if kind == "google":
         return _gemini_base_url(model_obj)
     if kind == "anthropic":
-        if "Claude" in {k.__name__ for k in type(model_obj).__mro__}:
+        if _descends_from(type(model_obj), "Claude"):
             return None  # Anthropic on Vertex AI: region endpoints not derived
         client = getattr(model_obj, "client", None)  # ADK >= 2.13: a client of your own
         return getattr(client, "base_url", None) if client is not None else endpoint.anthropic_url()
