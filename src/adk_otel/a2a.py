@@ -54,11 +54,15 @@ async def _after_request(ctx: Any, response: Any, event: Any) -> Any:
     return event  # None would drop the event: never
 
 
-def _plugins(ctx: Any) -> list[Any]:
-    from .plugin import AdkOtelPlugin
+RESPONSE_SINK = "receives_a2a_responses"
+"""Class attribute marking a plugin that takes ``remote_response(ctx, response)``
+(adk-otel's plugin sets it): found by marker, so this module needs no import
+of the plugin, which imports this one."""
 
+
+def _plugins(ctx: Any) -> list[Any]:
     manager = getattr(ctx, "plugin_manager", None)
-    return [p for p in getattr(manager, "plugins", ()) if isinstance(p, AdkOtelPlugin)]
+    return [p for p in getattr(manager, "plugins", ()) if getattr(type(p), RESPONSE_SINK, False)]
 
 
 @functools.cache

@@ -9,7 +9,7 @@
     adk-otel demo [ARGS...]                     # run the bundled demo app
 
 ``FILE`` is OTLP JSON as the OpenTelemetry Collector's ``file`` exporter (or
-``adk_otel.otlp_json.OtlpJsonFileExporter``) writes it; ``-`` reads stdin.
+``adk_otel.traces.otlp_json.OtlpJsonFileExporter``) writes it; ``-`` reads stdin.
 Also read: the exporter's ``format: proto`` (length-prefixed protobuf) and
 ``compression: zstd``, and gzip- or zstd-compressed files (recognized by
 their bytes, not their names; zstd needs ``pip install 'adk-otel[zstd]'``
@@ -73,19 +73,13 @@ from pathlib import Path
 from typing import Any
 
 from . import sanitize
-from .otlp_json import OtlpJsonError
-from .query import (
-    SpanQuery,
-    SpecError,
-    parse_tree,
-    render_expected,
-    tree_mismatch,
-    unknown_key,
-)
-from .render import render_normalized, render_tree
-from .report_json import check_json, forest_json
-from .trace_files import read_records, read_traces
-from .trace_model import Forest, SpanRecord
+from .traces.expect import parse_tree, render_expected, tree_mismatch, unknown_key
+from .traces.files import read_records, read_traces
+from .traces.model import Forest, SpanRecord
+from .traces.otlp_json import OtlpJsonError
+from .traces.query import SpanQuery, SpecError
+from .traces.render import render_normalized, render_tree
+from .traces.report_json import check_json, forest_json
 from .version import __version__
 
 PROG = "adk-otel"

@@ -139,7 +139,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     import adk_otel
 
     from .pipeline import build_tracer_provider
-    from .render import render_tree
+    from .traces.render import render_tree
 
     os.environ.setdefault("OTEL_SERVICE_NAME", "adk-otel-demo")
     endpoint = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or os.environ.get(
@@ -167,7 +167,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if endpoint:
         print(_export_report(provider, endpoint))
     if args.json:
-        from .otlp_json import write_spans
+        from .traces.otlp_json import write_spans
 
         write_spans(args.json, spans)
         print(f"trace written to {args.json}")
@@ -195,8 +195,8 @@ def _run_remote(provider: Any, memory: Any, json_path: str | None, endpoint: str
     import adk_otel
 
     from .demo_remote import SERVICE_APP, start_service
-    from .render import render_tree
     from .testing.receiver import OtlpReceiver
+    from .traces.render import render_tree
 
     with OtlpReceiver() as receiver:
         service_env = {
@@ -226,7 +226,7 @@ def _run_remote(provider: Any, memory: Any, json_path: str | None, endpoint: str
             print(f"\nrun failed: {type(error).__name__}: {error}")
         print(f"\none trace across two processes: this one and {SERVICE_APP} ({service.url})")
         if json_path:
-            from .otlp_json import write_requests, write_spans
+            from .traces.otlp_json import write_requests, write_spans
 
             write_spans(json_path, spans)
             write_requests(json_path, receiver.requests)

@@ -122,6 +122,9 @@ class AdkOtelPlugin(BasePlugin):
     early close end every span.
     """
 
+    receives_a2a_responses = True
+    """Remote agents' responses reach :meth:`remote_response` (see a2a.py)."""
+
     def __init__(
         self,
         name: str = "adk_otel",

@@ -17,10 +17,10 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from testing.builders import TraceBuilder, build_shop
 
 from adk_otel import instrument
-from adk_otel.otlp_json import OtlpJsonFileExporter
 from adk_otel.testing import ScriptedModel, call, reply
 from adk_otel.testing.receiver import OtlpReceiver
-from adk_otel.trace_model import SpanRecord
+from adk_otel.traces.model import SpanRecord
+from adk_otel.traces.otlp_json import OtlpJsonFileExporter
 
 DATA = Path(__file__).parent / "data"
 

@@ -1,35 +1,51 @@
-"""The trace-reading half stays apart from the runtime: reading a file never imports ADK."""
+"""The layering holds (pyproject.toml's import contract); reading a trace file never imports ADK."""
 
 from __future__ import annotations
 
-import ast
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import adk_otel
 
-READING_HALF = {"cli", "otlp_json", "trace_files", "trace_model", "query", "render", "report_json"}
-LEAF_HELPERS = {"semconv", "sanitize", "env", "version"}  # no imports of the runtime either
-SOURCE = Path(adk_otel.__file__).parent
+ROOT = Path(__file__).resolve().parents[2]
+LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
 
 
-def module_level_imports(module: str) -> set[str]:
-    """The adk_otel modules ``module`` imports when it is imported (not inside functions)."""
-    tree = ast.parse((SOURCE / f"{module}.py").read_text(encoding="utf-8"))
-    found: set[str] = set()
-    for node in tree.body:
-        if isinstance(node, ast.ImportFrom) and node.level == 1:
-            found |= {node.module} if node.module else {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("adk_otel."):
-            found.add(node.module.split(".")[1])  # type: ignore[union-attr]
-    return found
+def lint_imports(config: Path, source: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(LINT_IMPORTS), "--config", str(config), "--no-cache"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(source)},
+    )
 
 
-def test_the_reading_half_imports_only_itself_and_leaf_helpers() -> None:
-    for module in READING_HALF | LEAF_HELPERS:
-        imports = module_level_imports(module)
-        assert imports <= READING_HALF | LEAF_HELPERS, (module, imports - READING_HALF)
+def test_the_import_contract_holds() -> None:
+    # pyproject.toml's [tool.importlinter]: no circles, runtime layers, the
+    # reading half apart from the runtime (also a step of its own in CI).
+    done = lint_imports(ROOT / "pyproject.toml", Path(adk_otel.__file__).parents[1])
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "3 kept, 0 broken" in done.stdout
+
+
+def test_the_import_contract_fails_on_a_circle(tmp_path: Path) -> None:
+    # The same contract over a copy of the package in which a2a imports the
+    # plugin back (the circle the project once had): the check must fail.
+    source = tmp_path / "src"
+    shutil.copytree(Path(adk_otel.__file__).parent, source / "adk_otel")
+    a2a = source / "adk_otel" / "a2a.py"
+    a2a.write_text(a2a.read_text() + "\nfrom .plugin import AdkOtelPlugin  # noqa\n")
+    reading = source / "adk_otel" / "traces" / "render.py"
+    reading.write_text(reading.read_text() + "\nfrom ..ledger import Ledger  # noqa\n")
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    done = lint_imports(tmp_path / "pyproject.toml", source)
+    assert done.returncode == 1, done.stdout
+    assert "No import circles BROKEN" in done.stdout
+    assert "imports nothing of the runtime BROKEN" in done.stdout
 
 
 def test_reading_a_trace_file_imports_no_adk(tmp_path) -> None:

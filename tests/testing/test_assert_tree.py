@@ -8,8 +8,9 @@ import pytest
 import yaml
 
 from adk_otel import semconv as sc
-from adk_otel.query import SpecError, assert_tree, tree_mismatch, unordered
-from adk_otel.trace_model import SpanRecord
+from adk_otel.traces.expect import assert_tree, tree_mismatch, unordered
+from adk_otel.traces.model import SpanRecord
+from adk_otel.traces.query import SpecError
 
 from .builders import TraceBuilder, build_shop
 

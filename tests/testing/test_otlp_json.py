@@ -12,17 +12,17 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 
-from adk_otel.otlp_json import (
+from adk_otel.traces.files import read_spans
+from adk_otel.traces.model import SpanRecord
+from adk_otel.traces.otlp_json import (
     OtlpJsonError,
     OtlpJsonFileExporter,
     loads_spans,
-    read_spans,
     request_to_dict,
     spans_to_line,
     write_requests,
     write_spans,
 )
-from adk_otel.trace_model import SpanRecord
 
 from .builders import TraceBuilder, build_shop
 

@@ -9,8 +9,9 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
-from adk_otel.otlp_json import read_spans, write_requests
 from adk_otel.testing import SpanQuery, assert_tree
+from adk_otel.traces.files import read_spans
+from adk_otel.traces.otlp_json import write_requests
 
 from .builders import TraceBuilder, build_shop
 

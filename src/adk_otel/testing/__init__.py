@@ -14,9 +14,10 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..query import PRESENT, SpanQuery, assert_tree, unordered
-    from ..render import render_normalized, render_tree
-    from ..trace_model import Forest, SpanRecord
+    from ..traces.expect import assert_tree, unordered
+    from ..traces.model import Forest, SpanRecord
+    from ..traces.query import PRESENT, SpanQuery
+    from ..traces.render import render_normalized, render_tree
     from .capture import TraceCapture
     from .model import ScriptedModel, Step, call, calls, fail, reply, stream
     from .receiver import OtlpReceiver, poll_until
@@ -29,14 +30,14 @@ _EXPORTS = {
     "fail": ".model",
     "reply": ".model",
     "stream": ".model",
-    "SpanQuery": "..query",
-    "assert_tree": "..query",
-    "unordered": "..query",
-    "PRESENT": "..query",
-    "render_tree": "..render",
-    "render_normalized": "..render",
-    "SpanRecord": "..trace_model",
-    "Forest": "..trace_model",
+    "SpanQuery": "..traces.query",
+    "assert_tree": "..traces.expect",
+    "unordered": "..traces.expect",
+    "PRESENT": "..traces.query",
+    "render_tree": "..traces.render",
+    "render_normalized": "..traces.render",
+    "SpanRecord": "..traces.model",
+    "Forest": "..traces.model",
     "TraceCapture": ".capture",
     "OtlpReceiver": ".receiver",
     "poll_until": ".receiver",

@@ -21,9 +21,10 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from ..pipeline import suppress_adk_spans
-from ..query import SpanQuery, assert_tree
-from ..render import MASKED_ATTRIBUTES, SNAPSHOT_ATTRIBUTES, render_normalized, render_tree
-from ..trace_model import SpanRecord
+from ..traces.expect import assert_tree
+from ..traces.model import SpanRecord
+from ..traces.query import SpanQuery
+from ..traces.render import MASKED_ATTRIBUTES, SNAPSHOT_ATTRIBUTES, render_normalized, render_tree
 
 Target = TypeVar("Target")
 UPDATE_HINT = "run pytest with --adk-otel-update-snapshots to write it"
@@ -114,7 +115,7 @@ class TraceCapture:
         return render_tree(self.spans, color=color)
 
     def assert_tree(self, expected: Any) -> None:
-        """See :func:`adk_otel.query.assert_tree`."""
+        """See :func:`adk_otel.traces.expect.assert_tree`."""
         assert_tree(self.spans, expected)
 
     def assert_all_ended(self) -> None:
@@ -154,7 +155,7 @@ class TraceCapture:
         With ``update_snapshots`` the file is (re)written instead. A missing
         file fails with a hint; a different one fails with a diff.
         ``attributes``/``masked`` change what the snapshot keeps (see
-        :func:`adk_otel.render.render_normalized`).
+        :func:`adk_otel.traces.render.render_normalized`).
         """
         path = self.snapshot_path(name)
         actual = render_normalized(self.spans, attributes=attributes, masked=masked)

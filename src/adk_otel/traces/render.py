@@ -21,8 +21,8 @@ import json
 from collections.abc import Collection, Iterable
 from typing import Any
 
-from . import semconv as sc
-from .trace_model import Forest, SpanNode, SpanRecord
+from .. import semconv as sc
+from .model import Forest, SpanNode, SpanRecord
 
 NOT_ENDED = "!! NOT ENDED"
 MASK = "<masked>"

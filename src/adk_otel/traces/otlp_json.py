@@ -28,7 +28,7 @@ from google.protobuf import json_format
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
-from .trace_model import SpanEvent, SpanRecord
+from .model import SpanEvent, SpanRecord
 
 _ID_FIELDS = ("traceId", "spanId", "parentSpanId")
 _OTHER_SIGNALS = ("resourceMetrics", "resourceLogs", "resourceProfiles")
@@ -106,18 +106,6 @@ class OtlpJsonFileExporter(SpanExporter):
 
 
 # -- reading -------------------------------------------------------------------
-
-
-def read_spans(source: str | Path | IO[str]) -> list[SpanRecord]:
-    """Every span in a trace file: a path (streamed, in any layout
-    :mod:`adk_otel.trace_files` reads: gzip, zstd, protobuf) or an open text file."""
-    if isinstance(source, str | Path):
-        from .trace_files import read_records
-
-        if Path(source).is_dir():
-            raise OtlpJsonError(f"{source}: is a directory, not an OTLP JSON file")
-        return read_records([str(source)])
-    return loads_spans(source.read(), source=getattr(source, "name", "<input>"))
 
 
 def loads_spans(text: str, *, source: str = "<input>") -> list[SpanRecord]:

@@ -31,8 +31,8 @@ from collections.abc import Callable, Container, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from .otlp_json import OtlpJsonError, document_records, iter_text_documents
-from .trace_model import SpanRecord
+from .model import SpanRecord
+from .otlp_json import OtlpJsonError, document_records, iter_text_documents, loads_spans
 
 GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
@@ -115,6 +115,16 @@ def read_traces(
             if found is not None and found.trace_id in matched:
                 records.append(found)
     return records
+
+
+def read_spans(source: str | Path | IO[str]) -> list[SpanRecord]:
+    """Every span in a trace file: a path (streamed, in any layout this module
+    reads: gzip, zstd, protobuf) or an open text file of OTLP JSON."""
+    if isinstance(source, str | Path):
+        if Path(source).is_dir():
+            raise OtlpJsonError(f"{source}: is a directory, not an OTLP JSON file")
+        return read_records([str(source)])
+    return loads_spans(source.read(), source=getattr(source, "name", "<input>"))
 
 
 def _spans(files: Sequence[str], arguments: Sequence[str]) -> Iterator[tuple[str, SpanRecord]]:

@@ -1,0 +1,98 @@
+"""The reading half of adk-otel: exported traces as data.
+
+Trace files in every layout the Collector's ``file`` exporter writes
+(:mod:`.files`), the OTLP JSON codec (:mod:`.otlp_json`), the span-record model
+(:mod:`.model`), span queries (:mod:`.query`), expected-tree assertions
+(:mod:`.expect`), the tree renderer (:mod:`.render`) and the JSON report
+(:mod:`.report_json`). None of it knows ADK's runtime or imports anything of
+adk-otel but :mod:`adk_otel.semconv`, so the CLI and CI tooling read traces
+without loading an agent framework.
+
+::
+
+    from adk_otel.traces import read_traces, read_records, write_spans
+
+Names are loaded on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .expect import assert_tree, tree_mismatch, unordered
+    from .files import expand, read_records, read_spans, read_traces
+    from .model import Forest, SpanEvent, SpanNode, SpanRecord, as_records
+    from .otlp_json import (
+        OtlpJsonError,
+        OtlpJsonFileExporter,
+        loads_spans,
+        write_requests,
+        write_spans,
+    )
+    from .query import PRESENT, SpanQuery, SpecError
+    from .render import render_normalized, render_tree
+
+_EXPORTS = {
+    "assert_tree": ".expect",
+    "tree_mismatch": ".expect",
+    "unordered": ".expect",
+    "expand": ".files",
+    "read_records": ".files",
+    "read_spans": ".files",
+    "read_traces": ".files",
+    "Forest": ".model",
+    "SpanEvent": ".model",
+    "SpanNode": ".model",
+    "SpanRecord": ".model",
+    "as_records": ".model",
+    "OtlpJsonError": ".otlp_json",
+    "OtlpJsonFileExporter": ".otlp_json",
+    "loads_spans": ".otlp_json",
+    "write_requests": ".otlp_json",
+    "write_spans": ".otlp_json",
+    "PRESENT": ".query",
+    "SpanQuery": ".query",
+    "SpecError": ".query",
+    "render_normalized": ".render",
+    "render_tree": ".render",
+}
+
+__all__ = [
+    "PRESENT",
+    "Forest",
+    "OtlpJsonError",
+    "OtlpJsonFileExporter",
+    "SpanEvent",
+    "SpanNode",
+    "SpanQuery",
+    "SpanRecord",
+    "SpecError",
+    "as_records",
+    "assert_tree",
+    "expand",
+    "loads_spans",
+    "read_records",
+    "read_spans",
+    "read_traces",
+    "render_normalized",
+    "render_tree",
+    "tree_mismatch",
+    "unordered",
+    "write_requests",
+    "write_spans",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
