@@ -12,7 +12,9 @@ import logging
 import os
 import sys
 
-logger: logging.Logger = logging.getLogger(__name__)
+from .redact import guarded
+
+logger: logging.Logger = guarded(logging.getLogger(__name__))
 
 DISABLED_ENV = "OTEL_PYTHON_DISABLED_INSTRUMENTATIONS"
 NAMES = frozenset({"adk_otel", "adk-otel"})

@@ -32,8 +32,9 @@ from enum import StrEnum
 from typing import Any
 
 from . import env, sanitize
+from .redact import guarded
 
-logger: logging.Logger = logging.getLogger(__name__)
+logger: logging.Logger = guarded(logging.getLogger(__name__))
 
 CAPTURE_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 MAX_LENGTH_ENV = "ADK_OTEL_CONTENT_MAX_LENGTH"

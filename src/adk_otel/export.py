@@ -25,11 +25,11 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
 from . import env
-from .redact import redact_url
+from .redact import guarded, redact_url
 from .span_repair import repair_batch
 
 # One logger for everything on the export path, as documented (docs/operations.md).
-logger: logging.Logger = logging.getLogger("adk_otel.pipeline")
+logger: logging.Logger = guarded(logging.getLogger("adk_otel.pipeline"))
 
 BSP_DEFAULTS = {
     "OTEL_BSP_MAX_QUEUE_SIZE": 8192,

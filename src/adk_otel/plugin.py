@@ -41,10 +41,11 @@ from .ledger import Entry
 from .metrics import TelemetryLedger, resolve_instruments
 from .pipeline import TelemetrySettings, built_logger_provider, resolve_tracer
 from .propagation import run_parent
+from .redact import guarded
 from .runner import CURRENT_WATCH, RunWatch
 from .semconv import ADK_MODEL_CHUNKS, LIVE_MODEL_REQUEST_EVENT, Outcome
 
-logger: logging.Logger = logging.getLogger(__name__)
+logger: logging.Logger = guarded(logging.getLogger(__name__))
 
 _HookFn = Callable[..., Coroutine[Any, Any, None]]
 

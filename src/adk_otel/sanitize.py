@@ -29,8 +29,9 @@ from collections.abc import Mapping
 from opentelemetry.util.types import AttributeValue
 
 from . import env
+from .redact import guarded
 
-logger: logging.Logger = logging.getLogger(__name__)
+logger: logging.Logger = guarded(logging.getLogger(__name__))
 
 TEXT_LENGTH_ENV = "ADK_OTEL_MAX_TEXT_LENGTH"
 STACKTRACE_LENGTH_ENV = "ADK_OTEL_MAX_STACKTRACE_LENGTH"
