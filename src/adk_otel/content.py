@@ -131,7 +131,7 @@ class ContentCapture:
             if redacted is None:
                 return None
             text = str(redacted)
-        return sanitize.utf8(truncate(text, self.max_length))
+        return truncate(sanitize.utf8(text), self.max_length)  # escapes count too
 
     def record(self, ledger: Any, entry: Any, key: str, payload: Any, event_name: str) -> None:
         """Put ``payload`` on ``entry``'s span as ``key`` and/or into the span
