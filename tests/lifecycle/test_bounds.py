@@ -54,3 +54,13 @@ def test_a_cut_string_fits_its_limit_marker_included(limit: int, length: int) ->
     if len(value) > limit and limit >= 40:
         kept = result.index("...[")
         assert result == f"{'y' * kept}...[{length - kept} characters cut]"
+
+
+def test_captured_content_fits_its_limit_escapes_included() -> None:
+    from adk_otel.content import TRUNCATION_MARKER, ContentCapture
+
+    capture = ContentCapture(on_span=True, on_event=False, max_length=64)
+    value = capture.value("gen_ai.input.messages", os.fsdecode(b"\xff") * 60)
+    assert value is not None
+    assert len(value) == 64 and value.endswith(TRUNCATION_MARKER)
+    value.encode("utf-8")  # valid UTF-8: the escapes were made before the cut
