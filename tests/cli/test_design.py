@@ -10,7 +10,7 @@ from pathlib import Path
 import adk_otel
 
 READING_HALF = {"cli", "otlp_json", "trace_files", "trace_model", "query", "render", "report_json"}
-LEAF_HELPERS = {"semconv", "sanitize", "env", "version"}  # no imports of the runtime either
+LEAF_HELPERS = {"semconv", "sanitize", "env", "version", "redact"}  # no runtime imports either
 SOURCE = Path(adk_otel.__file__).parent
 
 
