@@ -25,7 +25,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
 from . import env
-from .redact import guarded, redact_url
+from .redact import guarded, redact_text
 from .span_repair import repair_batch
 
 # One logger for everything on the export path, as documented (docs/operations.md).
@@ -132,7 +132,7 @@ class _ExportWatch(SpanExporter):
 
     def __init__(self, exporter: SpanExporter) -> None:
         self.exporter = exporter
-        self.destination = redact_url(
+        self.destination = redact_text(
             str(getattr(exporter, "_endpoint", "") or type(exporter).__name__)
         )
         self.handed = 0

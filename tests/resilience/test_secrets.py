@@ -83,7 +83,7 @@ def _assert_no_secret(result: ChildResult) -> None:
     )
 
 
-MODES = ("refused", "timeout", "http-401", "http-500", "tls")
+MODES = ("refused", "timeout", "http-401", "http-500", "tls", "grpc-refused")
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -93,6 +93,10 @@ def test_no_secret_in_any_message(mode: str, answering: dict[int, str], silent_p
         env = _with_secrets("http", host_port)
     elif mode == "timeout":
         env = _with_secrets("http", silent_port)
+    elif mode == "grpc-refused":  # the gRPC exporter quotes its target, userinfo and all
+        env = _with_secrets("http", refused_url("grpc").removeprefix("http://"))
+        url = env.pop("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").replace("/v1/traces", "")
+        env.update(OTEL_EXPORTER_OTLP_PROTOCOL="grpc", OTEL_EXPORTER_OTLP_ENDPOINT=url)
     elif mode == "tls":
         env = _with_secrets("https", answering[500])  # https to a plain-http port
     else:
