@@ -89,3 +89,18 @@ def test_a_usable_provider_gets_no_warning(caplog: pytest.LogCaptureFixture) -> 
     caplog.set_level(logging.WARNING)
     AdkOtelPlugin(tracer_provider=TracerProvider())
     assert not [r for r in caplog.records if r.name.startswith("adk_otel")]
+
+
+@pytest.mark.parametrize("keyword", KEYWORDS)
+async def test_an_unusable_provider_given_again_keeps_the_one_in_use(
+    keyword: str, recorder: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    runner = adk_otel.instrument(InMemoryRunner(agent=_agent(), app_name=APP))
+    adk_otel.instrument(runner, **{keyword: Raising()})  # reconfigures the plugin in place
+
+    result = await drive(runner)
+
+    assert result.error is None
+    assert_clean(recorder, caplog.records)
+    assert [row[1] for row in shape(recorder)][:2] == [INV, "invoke_agent clerk"]
+    assert len(_warnings(caplog, keyword)) == 1
