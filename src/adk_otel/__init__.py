@@ -4,7 +4,7 @@ One line traces every run of an ADK app::
 
     import adk_otel
 
-    runner = adk_otel.instrument(InMemoryRunner(agent=root_agent))
+    runner = adk_otel.instrument(InMemoryRunner(agent=root_agent, app_name="shop"))
     # or: app = adk_otel.instrument(App(name="shop", root_agent=root_agent))
     # or, with no code change: adk web --extra_plugins adk_otel.AdkOtelPlugin
 

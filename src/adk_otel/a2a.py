@@ -27,8 +27,9 @@ from collections.abc import Callable
 from typing import Any
 
 from .propagation import inject
+from .redact import guarded
 
-logger: logging.Logger = logging.getLogger(__name__)
+logger: logging.Logger = guarded(logging.getLogger(__name__))
 
 _hinted: set[int] = set()
 

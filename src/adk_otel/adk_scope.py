@@ -17,7 +17,9 @@ import logging
 from collections.abc import Callable
 from typing import Any, Literal
 
-logger: logging.Logger = logging.getLogger(__name__)
+from .redact import guarded
+
+logger: logging.Logger = guarded(logging.getLogger(__name__))
 
 
 def switch_off(

@@ -12,11 +12,13 @@ import logging
 import os
 import sys
 
-logger: logging.Logger = logging.getLogger(__name__)
+from .redact import guarded
+
+logger: logging.Logger = guarded(logging.getLogger(__name__))
 
 DISABLED_ENV = "OTEL_PYTHON_DISABLED_INSTRUMENTATIONS"
 NAMES = frozenset({"adk_otel", "adk-otel"})
-"""What ``OTEL_PYTHON_DISABLED_INSTRUMENTATIONS`` lists to switch adk-otel off."""
+"""What ``OTEL_PYTHON_DISABLED_INSTRUMENTATIONS`` lists to switch adk-otel off (or ``*``)."""
 
 # (module, instrumentor class, what to call it, how to turn it off)
 _OTHERS = (
@@ -32,9 +34,10 @@ _warned: set[str] = set()
 
 
 def disabled() -> bool:
-    """Whether ``OTEL_PYTHON_DISABLED_INSTRUMENTATIONS`` names adk-otel."""
+    """Whether ``OTEL_PYTHON_DISABLED_INSTRUMENTATIONS`` names adk-otel, or is
+    ``*`` (every instrumentation off, as ``opentelemetry-instrument`` reads it)."""
     listed = os.environ.get(DISABLED_ENV, "")
-    return any(name.strip().lower() in NAMES for name in listed.split(","))
+    return any(name.strip().lower() in NAMES or name.strip() == "*" for name in listed.split(","))
 
 
 def warn_about_others() -> None:

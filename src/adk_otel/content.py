@@ -32,8 +32,9 @@ from enum import StrEnum
 from typing import Any
 
 from . import env, sanitize
+from .redact import guarded
 
-logger: logging.Logger = logging.getLogger(__name__)
+logger: logging.Logger = guarded(logging.getLogger(__name__))
 
 CAPTURE_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 MAX_LENGTH_ENV = "ADK_OTEL_CONTENT_MAX_LENGTH"
@@ -130,7 +131,7 @@ class ContentCapture:
             if redacted is None:
                 return None
             text = str(redacted)
-        return sanitize.utf8(truncate(text, self.max_length))
+        return truncate(sanitize.utf8(text), self.max_length)  # escapes count too
 
     def record(self, ledger: Any, entry: Any, key: str, payload: Any, event_name: str) -> None:
         """Put ``payload`` on ``entry``'s span as ``key`` and/or into the span

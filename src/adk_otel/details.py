@@ -33,9 +33,10 @@ from opentelemetry._logs import Logger, SeverityNumber, get_logger_provider
 
 from . import env
 from . import semconv as sc
+from .redact import guarded
 from .version import __version__
 
-logger: logging.Logger = logging.getLogger(__name__)
+logger: logging.Logger = guarded(logging.getLogger(__name__))
 
 AS_SPAN_EVENT_ENV = "ADK_OTEL_DETAILS_AS_SPAN_EVENT"
 MAX_PENDING = 1024

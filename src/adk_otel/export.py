@@ -25,11 +25,11 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
 from . import env
-from .redact import redact_url
+from .redact import guarded, redact_text
 from .span_repair import repair_batch
 
 # One logger for everything on the export path, as documented (docs/operations.md).
-logger: logging.Logger = logging.getLogger("adk_otel.pipeline")
+logger: logging.Logger = guarded(logging.getLogger("adk_otel.pipeline"))
 
 BSP_DEFAULTS = {
     "OTEL_BSP_MAX_QUEUE_SIZE": 8192,
@@ -132,7 +132,7 @@ class _ExportWatch(SpanExporter):
 
     def __init__(self, exporter: SpanExporter) -> None:
         self.exporter = exporter
-        self.destination = redact_url(
+        self.destination = redact_text(
             str(getattr(exporter, "_endpoint", "") or type(exporter).__name__)
         )
         self.handed = 0

@@ -11,8 +11,9 @@ from . import coexistence
 from . import runner as runner_wrapper
 from .content import Redactor
 from .plugin import AdkOtelPlugin
+from .redact import guarded
 
-logger: logging.Logger = logging.getLogger(__name__)
+logger: logging.Logger = guarded(logging.getLogger(__name__))
 
 Target = TypeVar("Target")
 

@@ -29,9 +29,10 @@ from opentelemetry.trace import Span, Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 
 from . import sanitize
+from .redact import guarded
 from .semconv import ADK_CLOSE_REASON, ADK_OUTCOME, ERROR_TYPE, Outcome
 
-logger: logging.Logger = logging.getLogger(__name__)
+logger: logging.Logger = guarded(logging.getLogger(__name__))
 
 _STATUS_OK = Status(StatusCode.OK)
 

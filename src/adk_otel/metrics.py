@@ -48,10 +48,11 @@ from . import adk_scope, env
 from . import semconv as sc
 from .details import DetailsLog, structured
 from .ledger import Entry, Ledger, error_type
+from .redact import guarded
 from .semconv import Outcome
 from .version import __version__
 
-logger: logging.Logger = logging.getLogger(__name__)
+logger: logging.Logger = guarded(logging.getLogger(__name__))
 
 KEEP_ADK_METRICS_ENV = "ADK_OTEL_KEEP_ADK_METRICS"
 _SUPPRESSING = "_adk_otel_suppresses_adk_meter"

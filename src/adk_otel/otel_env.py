@@ -16,10 +16,10 @@ from opentelemetry.sdk.trace import sampling
 from opentelemetry.sdk.trace.export import SpanExporter
 
 from .export import MUTING, install_muting
-from .redact import redact_url
+from .redact import guarded, redact_url
 
 # One logger for everything on the export path, as documented (docs/operations.md).
-logger: logging.Logger = logging.getLogger("adk_otel.pipeline")
+logger: logging.Logger = guarded(logging.getLogger("adk_otel.pipeline"))
 
 PROTOCOLS = ("http/protobuf", "grpc")
 DEFAULT_PROTOCOL = "http/protobuf"

@@ -39,10 +39,11 @@ from opentelemetry.sdk.trace.export import SpanExporter
 from . import adk_scope, env
 from .export import ExportingProcessor, batch_settings
 from .otel_env import otlp_exporter_from_env, otlp_log_exporter_from_env, sampler_from_env
+from .redact import guarded
 from .semconv import A2A_SDK_SCOPE, ADK_SCOPE, INSTRUMENTATION_SCOPE
 from .version import __version__
 
-logger: logging.Logger = logging.getLogger(__name__)
+logger: logging.Logger = guarded(logging.getLogger(__name__))
 
 KEEP_ADK_SPANS_ENV = "ADK_OTEL_KEEP_ADK_SPANS"
 KEEP_A2A_SPANS_ENV = "ADK_OTEL_KEEP_A2A_SPANS"

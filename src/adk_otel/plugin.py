@@ -41,10 +41,12 @@ from .ledger import Entry
 from .metrics import TelemetryLedger, resolve_instruments
 from .pipeline import TelemetrySettings, built_logger_provider, resolve_tracer
 from .propagation import run_parent
+from .provider_check import usable
+from .redact import guarded
 from .runner import CURRENT_WATCH, RunWatch
 from .semconv import ADK_MODEL_CHUNKS, LIVE_MODEL_REQUEST_EVENT, Outcome
 
-logger: logging.Logger = logging.getLogger(__name__)
+logger: logging.Logger = guarded(logging.getLogger(__name__))
 
 _HookFn = Callable[..., Coroutine[Any, Any, None]]
 
@@ -141,11 +143,12 @@ class AdkOtelPlugin(BasePlugin):
         super().__init__(name=name)
         self._hook_failures = 0
         self._looked_around = False
+        tracer_provider = usable("tracer_provider", tracer_provider)
         self._settings = TelemetrySettings(
             tracer_provider=tracer_provider,
             keep_adk_spans=keep_adk_spans,
-            meter_provider=meter_provider,
-            logger_provider=logger_provider,
+            meter_provider=usable("meter_provider", meter_provider),
+            logger_provider=usable("logger_provider", logger_provider),
             details_as_span_event=details_as_span_event,
         )
         self._content_settings = ContentSettings(capture_content, content_max_length, redact)
@@ -191,10 +194,16 @@ class AdkOtelPlugin(BasePlugin):
         hooks, whatever provider later spans go to."""
         settings, content = self._settings, self._content_settings
         self._settings = TelemetrySettings(
-            tracer_provider=_given(tracer_provider, settings.tracer_provider),
+            tracer_provider=_given(
+                usable("tracer_provider", tracer_provider), settings.tracer_provider
+            ),
             keep_adk_spans=_given(keep_adk_spans, settings.keep_adk_spans),
-            meter_provider=_given(meter_provider, settings.meter_provider),
-            logger_provider=_given(logger_provider, settings.logger_provider),
+            meter_provider=_given(
+                usable("meter_provider", meter_provider), settings.meter_provider
+            ),
+            logger_provider=_given(
+                usable("logger_provider", logger_provider), settings.logger_provider
+            ),
             details_as_span_event=_given(details_as_span_event, settings.details_as_span_event),
         )
         self._content_settings = ContentSettings(

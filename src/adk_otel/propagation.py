@@ -21,7 +21,9 @@ from typing import Any
 from opentelemetry import context as otel_context
 from opentelemetry import propagate, trace
 
-logger: logging.Logger = logging.getLogger(__name__)
+from .redact import guarded
+
+logger: logging.Logger = guarded(logging.getLogger(__name__))
 
 MAX_HEADER_LENGTH = 512
 """Longest carrier value read (W3C caps ``tracestate`` at 32 members of 256

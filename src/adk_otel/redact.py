@@ -1,15 +1,35 @@
-"""Endpoints as they may appear in a message: no credentials, no query.
+"""Text as it may appear in a message: no credentials.
 
 Collector URLs sometimes carry a token (``https://user:token@host/v1/traces``
-or ``?api_key=...``); every message adk-otel prints about an endpoint goes
-through :func:`redact_url` first.
+or ``?api_key=...``) and ``OTEL_EXPORTER_OTLP_HEADERS`` usually does. Every
+text adk-otel prints or logs goes through :func:`redact_text` (its loggers
+carry :data:`REDACTING`), including what it quotes from other libraries:
+an exporter's error text repeats the URL it failed on, query string and all.
 """
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit, urlunsplit
+import logging
+import os
+import re
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 REDACTED = "***"
+MIN_SECRET_LENGTH = 4
+"""Shorter configured values are not masked inside other text (a header value
+``1`` would mask every digit); they are still masked inside URLs."""
+
+_HEADER_VARIABLES = tuple(
+    f"OTEL_EXPORTER_OTLP_{signal}HEADERS" for signal in ("", "TRACES_", "METRICS_", "LOGS_")
+)
+_ENDPOINT_VARIABLES = tuple(
+    f"OTEL_EXPORTER_OTLP_{signal}ENDPOINT" for signal in ("", "TRACES_", "METRICS_", "LOGS_")
+)
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s'\"<>`]+")
+# What is left once URLs are masked: a path's query (``url: /v1/traces?token=x``)
+# and a userinfo written without a scheme (``user:token@host``).
+_QUERY = re.compile(r"(?<=[\w/.\-])\?[^\s'\"<>`)]+")
+_USERINFO = re.compile(r"[\w.~%!$&*+;=\-]+:[^\s/@'\"<>`]+@(?=[\w\[])")
 
 
 def redact_url(value: str) -> str:
@@ -28,3 +48,66 @@ def redact_url(value: str) -> str:
     query = REDACTED if parts.query else ""
     fragment = REDACTED if parts.fragment else ""
     return urlunsplit((parts.scheme, netloc, parts.path, query, fragment))
+
+
+def redact_text(text: str) -> str:
+    """``text`` with every URL's userinfo and query masked, a bare path's query
+    and a ``user:secret@`` too, and every configured credential (OTLP header
+    values, the endpoints' userinfo and query values) wherever it appears."""
+    try:
+        text = _URL.sub(lambda m: redact_url(m.group(0)), text)
+        text = _QUERY.sub("?" + REDACTED, text)
+        text = _USERINFO.sub(REDACTED + "@", text)
+        for secret in sorted(_configured_secrets(), key=len, reverse=True):
+            text = text.replace(secret, REDACTED)
+    except Exception:  # never let a message carry a secret because masking failed
+        return "(message withheld: it could not be checked for credentials)"
+    return text
+
+
+def _configured_secrets() -> set[str]:
+    """Header values and endpoint credentials from the environment, as written
+    and URL-decoded (the exporters decode them)."""
+    found: set[str] = set()
+    for name in _HEADER_VARIABLES:
+        for entry in os.environ.get(name, "").split(","):
+            _, sep, value = entry.partition("=")
+            if sep:
+                found.add(value.strip())
+    for name in _ENDPOINT_VARIABLES:
+        value = os.environ.get(name, "")
+        try:
+            parts = urlsplit(value.strip())
+        except ValueError:
+            continue
+        userinfo, at, _ = parts.netloc.rpartition("@")
+        if at:  # the password, or a token standing alone ("https://TOKEN@host")
+            found.add(userinfo.partition(":")[2] or userinfo)
+        for pair in (parts.query + "&" + parts.fragment).split("&"):
+            found.add(pair.partition("=")[2] or pair)
+    found |= {unquote(value) for value in found}
+    found |= {value.split()[-1] for value in found if " " in value.strip()}  # "Bearer <token>"
+    return {value for value in found if len(value) >= MIN_SECRET_LENGTH}
+
+
+class _Redacting(logging.Filter):
+    """Rewrites a record's message (and traceback text) through :func:`redact_text`."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            record.msg, record.args = redact_text(record.getMessage()), None
+            if record.exc_info and not record.exc_text:
+                record.exc_text = redact_text(logging.Formatter().formatException(record.exc_info))
+        except Exception:
+            record.msg, record.args = "adk-otel: (a message that could not be formatted)", None
+        return True
+
+
+REDACTING = _Redacting()
+
+
+def guarded(logger: logging.Logger) -> logging.Logger:
+    """``logger`` with :data:`REDACTING` on it: what it logs is redacted."""
+    if REDACTING not in logger.filters:
+        logger.addFilter(REDACTING)
+    return logger

@@ -24,9 +24,10 @@ from typing import Any
 import wrapt
 
 from .aborts import abort_reason
+from .redact import guarded
 from .semconv import Outcome
 
-logger: logging.Logger = logging.getLogger(__name__)
+logger: logging.Logger = guarded(logging.getLogger(__name__))
 
 WRAPPED_METHODS = ("run_async", "run_live")
 _MARK = "_self_adk_otel_watch"

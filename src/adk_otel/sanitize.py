@@ -23,14 +23,16 @@ which keep their beginning and their end. Captured content has its own limit
 from __future__ import annotations
 
 import logging
+import sys
 import traceback
 from collections.abc import Mapping
 
 from opentelemetry.util.types import AttributeValue
 
 from . import env
+from .redact import guarded
 
-logger: logging.Logger = logging.getLogger(__name__)
+logger: logging.Logger = guarded(logging.getLogger(__name__))
 
 TEXT_LENGTH_ENV = "ADK_OTEL_MAX_TEXT_LENGTH"
 STACKTRACE_LENGTH_ENV = "ADK_OTEL_MAX_STACKTRACE_LENGTH"
@@ -51,17 +53,27 @@ def utf8(value: str) -> str:
 
 
 def cut(value: str, limit: int) -> str:
-    """``value`` cut to about ``limit`` characters, saying how many were cut."""
+    """``value`` cut to at most ``limit`` characters, the marker saying how
+    many were cut included (a limit too small for the marker cuts bare)."""
     if len(value) <= limit:
         return value
-    return f"{value[:limit]}...[{len(value) - limit} characters cut]"
+    keep = limit
+    while keep > 0:
+        marker = f"...[{len(value) - keep} characters cut]"
+        if keep + len(marker) <= limit:
+            return value[:keep] + marker
+        keep = min(keep - 1, limit - len(marker))
+    return value[:limit]
 
 
 def clean(value: str, limit: int = TEXT_LENGTH) -> str:
-    """A string as adk-otel writes it: valid UTF-8, at most about ``limit`` long."""
-    if len(value) > limit:
-        value = cut(value, limit)
-    return utf8(value)
+    """A string as adk-otel writes it: valid UTF-8, at most ``limit`` long
+    (escaped first, so the escapes count too)."""
+    if len(value) > limit or not value.isascii():
+        value = utf8(value)
+        if len(value) > limit:
+            value = cut(value, limit)
+    return value
 
 
 def text(value: object, limit: int = TEXT_LENGTH) -> str:
@@ -129,9 +141,9 @@ def _clean_sequence(values: list[object] | tuple[object, ...], limit: int) -> bo
 
 def description(error: BaseException) -> str:
     """A status description for ``error``: ``Type: message``, safe to write."""
-    message = text(error)
+    message = text(error, sys.maxsize)  # cut once, below, so the count is right
     name = type_name(error)
-    return f"{name}: {message}" if message else name
+    return clean(f"{name}: {message}") if message else name
 
 
 def stacktrace(error: BaseException) -> str:
@@ -145,6 +157,12 @@ def stacktrace(error: BaseException) -> str:
     limit = STACKTRACE_LENGTH
     if len(formatted) <= limit:
         return formatted
-    half = limit // 2
-    skipped = len(formatted) - 2 * half
-    return f"{formatted[:half]}\n...[{skipped} characters cut]...\n{formatted[-half:]}"
+    # The marker counts toward the limit: keep what is left, half at each end.
+    marker_room = len(f"\n...[{len(formatted)} characters cut]...\n")
+    if limit <= marker_room:
+        return formatted[:limit]
+    head = (limit - marker_room) // 2
+    tail = limit - marker_room - head
+    skipped = len(formatted) - head - tail
+    end = formatted[len(formatted) - tail :]
+    return f"{formatted[:head]}\n...[{skipped} characters cut]...\n{end}"

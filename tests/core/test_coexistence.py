@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 from importlib.metadata import version
 
+import pytest
 from google.adk.agents import LlmAgent
 from google.adk.runners import InMemoryRunner
 from google.genai import types
@@ -34,8 +35,10 @@ async def run_once(runner: InMemoryRunner) -> None:
         pass
 
 
-async def test_disabled_instrumentations_switch_adk_otel_off(monkeypatch) -> None:
-    monkeypatch.setenv("OTEL_PYTHON_DISABLED_INSTRUMENTATIONS", "httpx, adk_otel")
+@pytest.mark.parametrize("listed", ["httpx, adk_otel", "*", "httpx, *"])
+async def test_disabled_instrumentations_switch_adk_otel_off(monkeypatch, listed) -> None:
+    # "*" switches every instrumentation off, as opentelemetry-instrument reads it.
+    monkeypatch.setenv("OTEL_PYTHON_DISABLED_INSTRUMENTATIONS", listed)
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
