@@ -8,8 +8,10 @@ property of the distribution at a time, so a test knows which gate must fire.
 
 from __future__ import annotations
 
+import json
 import random
 from dataclasses import dataclass
+from pathlib import Path
 
 from adk_otel import semconv as sc
 from adk_otel.traces.model import SpanRecord
@@ -154,3 +156,48 @@ def _span(
         end_ns=start + int(ms * MS),
         attributes={**attributes, sc.ADK_OUTCOME: outcome},
     )
+
+
+def _value(value: object) -> dict[str, object]:
+    if isinstance(value, bool):
+        return {"boolValue": value}
+    if isinstance(value, int):
+        return {"intValue": str(value)}
+    if isinstance(value, float):
+        return {"doubleValue": value}
+    return {"stringValue": str(value)}
+
+
+def otlp_line(records: list[SpanRecord], service: str = "shop") -> str:
+    """One collector file-exporter line (OTLP JSON, hex ids) holding the records."""
+    spans = []
+    for record in records:
+        span: dict[str, object] = {
+            "traceId": record.trace_id,
+            "spanId": record.span_id,
+            "name": record.name,
+            "kind": 1,
+            "startTimeUnixNano": str(record.start_ns),
+            "endTimeUnixNano": str(record.end_ns),
+            "attributes": [{"key": k, "value": _value(v)} for k, v in record.attributes.items()],
+            "status": {"code": 2 if record.status_code == "ERROR" else 1},
+        }
+        if record.parent_id:
+            span["parentSpanId"] = record.parent_id
+        spans.append(span)
+    resource = {"attributes": [{"key": "service.name", "value": {"stringValue": service}}]}
+    document = {
+        "resourceSpans": [
+            {"resource": resource, "scopeSpans": [{"scope": {"name": "adk_otel"}, "spans": spans}]}
+        ]
+    }
+    return json.dumps(document, separators=(",", ":"))
+
+
+def write_runs(path: Path, rng: random.Random, count: int, shape: Shape = Shape()) -> Path:
+    """``count`` runs as a JSON Lines trace file, 100 spans a line (an export batch)."""
+    records = runs(rng, count, shape)
+    with open(path, "w", encoding="utf-8") as handle:
+        for start in range(0, len(records), 100):
+            handle.write(otlp_line(records[start : start + 100]) + "\n")
+    return path
