@@ -54,6 +54,10 @@ def test_chi_square_tail_and_the_two_by_two_case() -> None:
         fisher_exact(8, 10, 1, 6)
     )
     assert chi_square_counts({"a": 40}, {"a": 40}) == 1.0
+    # Every cell small (8 runs a side, disjoint paths): the commonest path against
+    # the rest, exactly, not everything pooled into one row (which could never fire).
+    assert chi_square_counts({"a": 8}, {"b": 8}) == pytest.approx(fisher_exact(8, 8, 0, 8))
+    assert chi_square_counts({"a": 8}, {"b": 8}) < 0.001
 
 
 def test_normal_quantile_and_holm() -> None:

@@ -206,23 +206,24 @@ def chi_square_counts(
     if n1 == 0 or n2 == 0:
         return 1.0
     total = n1 + n2
-    rows: list[tuple[int, int]] = []
-    pooled = [0, 0]
-    for key in sorted(set(base) | set(cand)):
-        a, c = base.get(key, 0), cand.get(key, 0)
-        if min(n1, n2) * (a + c) / total < min_expected:
-            pooled[0] += a
-            pooled[1] += c
-        else:
-            rows.append((a, c))
-    if sum(pooled):
-        if rows and min(n1, n2) * sum(pooled) / total < min_expected:
-            smallest = min(range(len(rows)), key=lambda i: sum(rows[i]))
-            a, c = rows.pop(smallest)
-            pooled = [pooled[0] + a, pooled[1] + c]
-        rows.append((pooled[0], pooled[1]))
-    if len(rows) < 2:
+    keys = sorted(set(base) | set(cand), key=lambda k: (-(base.get(k, 0) + cand.get(k, 0)), k))
+    if len(keys) < 2:
         return 1.0
+    rows = [(base.get(k, 0), cand.get(k, 0)) for k in keys]
+
+    def small(row: tuple[int, int]) -> bool:
+        return min(n1, n2) * (row[0] + row[1]) / total < min_expected
+
+    kept = [row for row in rows if not small(row)]
+    pooled = (sum(r[0] for r in rows if small(r)), sum(r[1] for r in rows if small(r)))
+    if sum(pooled) and small(pooled) and len(kept) > 1:
+        last = kept.pop()
+        pooled = (pooled[0] + last[0], pooled[1] + last[1])
+    if sum(pooled):
+        kept.append(pooled)
+    if len(kept) < 2:  # all small: the commonest category against the rest
+        kept = [rows[0], (n1 - rows[0][0], n2 - rows[0][1])]
+    rows = kept
     if len(rows) == 2:  # a 2 x 2 table: the exact test
         return fisher_exact(rows[0][0], n1, rows[0][1], n2)
     statistic = 0.0
