@@ -28,6 +28,8 @@ class Shape:
     extra_tool_call: bool = False
     latency_scale: float = 1.0
     app: str = "shop"
+    model_calls: int = 2
+    """Model calls of most runs; 30 % make one more."""
 
 
 def runs(rng: random.Random, count: int, shape: Shape = Shape()) -> list[SpanRecord]:
@@ -47,7 +49,7 @@ def one_run(rng: random.Random, shape: Shape) -> list[SpanRecord]:
     total_ms = rng.lognormvariate(6.9, 0.5) * shape.latency_scale  # median ~1 s
     failed = rng.random() < shape.error_rate
     search_first = rng.random() < 0.2  # a second, rarer path
-    model_calls = 3 if rng.random() < 0.3 else 2
+    model_calls = shape.model_calls + (rng.random() < 0.3)
     tools = ["lookup"] * (model_calls - 1)
     if search_first:
         tools[0] = "search"

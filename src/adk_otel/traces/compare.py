@@ -535,7 +535,9 @@ def _judge(
                 for group, finding in family
             )
         )
-        adjusted = dict(zip(tests, holm([test[3] or 1.0 for test in tests]), strict=True))
+        adjusted = dict(
+            zip(tests, holm([1.0 if test[3] is None else test[3] for test in tests]), strict=True)
+        )
         for group, finding in family:
             p = adjusted[(group.label, finding.baseline, finding.candidate, finding.p_value)]
             finding.p_value = p
