@@ -1,10 +1,11 @@
 """Small exact statistics for comparing two sets of runs, in pure Python.
 
-Why not scipy: it would be the package's largest dependency by far (about
-100 MB installed with numpy) for five functions; these are exact where it
-matters (Fisher's test sums the hypergeometric distribution), checked
-against published values in the tests, and fast on the distributions a
-comparison keeps.
+Why not scipy: it would be the package's largest dependency by far for five
+functions (measured, CPython 3.11 x86-64: scipy 1.17 with numpy 2.4 is 52 MB
+of wheels, 216 MB installed, 1.3 s to import ``scipy.stats``; this module
+imports in 17 ms). These are exact where it matters (Fisher's test sums the
+hypergeometric distribution), checked against published values in the
+tests, and fast on the distributions a comparison keeps.
 
 Values are kept as a :class:`Distribution`: counts per value, with values
 above 128 rounded to a 1 % logarithmic grid, so memory grows with the
