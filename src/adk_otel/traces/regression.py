@@ -26,17 +26,31 @@ from .compare_report import comparison_json, render_markdown, render_text
 from .files import iter_records
 from .model import as_records
 from .otlp_json import OtlpJsonError
-from .runs import Summary, summarize
+from .runs import OutOfOrder, Summary, summarize
 
 Source = str | Path | Summary | Iterable[Any]
 
 
 def summarize_files(arguments: Sequence[str], group_by: Sequence[str] = ()) -> Summary:
-    """The summary of every run in the trace files (streamed)."""
-    summary = summarize(iter_records(arguments), group_by, source=" ".join(arguments))
+    """The summary of every run in the trace files (streamed).
+
+    Files are read first in export order (each run folded when its invocation
+    span comes: memory for runs in flight only); files whose spans are not in
+    that order are read once more, holding every run's numbers to the end.
+    Stdin cannot be read twice, so it is read that second way from the start."""
+    source = " ".join(arguments)
+    if "-" not in arguments:
+        try:
+            return _with_runs(summarize(iter_records(arguments), group_by, source, in_order=True))
+        except OutOfOrder:
+            pass
+    return _with_runs(summarize(iter_records(arguments), group_by, source))
+
+
+def _with_runs(summary: Summary) -> Summary:
     if not summary.runs:
         raise OtlpJsonError(
-            f"{' '.join(arguments)}: no invocation span in {summary.spans} spans "
+            f"{summary.source}: no invocation span in {summary.spans} spans "
             "(a run is one adk-otel invocation span)"
         )
     return summary

@@ -4,7 +4,8 @@ One run is one invocation span (``gen_ai.operation.name=invoke_workflow``).
 Its agent, model and tool spans are found by the ``adk.invocation.id`` every
 adk-otel span carries, in the same trace, in whatever order the files hold
 them. While reading, a run is a few numbers and its step list (never its
-spans); at the end each run is folded into its group's distributions, so a
+spans); it is folded into its group's distributions when its invocation span
+comes (files in export order) or at the end (any order), so a
 :class:`Summary` holds counts and histograms per group, layer and path.
 
 A path is the run's agent and tool steps in start order, a step repeated
@@ -14,7 +15,7 @@ a step repeats is what the calls per run measure.
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,6 +34,9 @@ MAX_PATHS = 1000
 """Distinct paths kept per group; rarer ones beyond it count as ``(other)``."""
 OTHER_PATH = ("(other)",)
 NONE = "(none)"
+_RECENT = 10_000
+"""Runs remembered (by hash) after folding, to notice a span that comes after
+its run's end; a later one, or a hash collision, just means reading again."""
 
 GroupKey = tuple[tuple[str, str], ...]
 Path = tuple[str, ...]
@@ -151,18 +155,38 @@ def is_invocation(record: SpanRecord) -> bool:
     )
 
 
+class OutOfOrder(Exception):
+    """A run's span came after its invocation span (``summarize(in_order=True)``)."""
+
+
 def summarize(
-    records: Iterable[SpanRecord], group_by: Iterable[str] = (), source: str = ""
+    records: Iterable[SpanRecord],
+    group_by: Iterable[str] = (),
+    source: str = "",
+    *,
+    in_order: bool = False,
 ) -> Summary:
-    """Fold a stream of span records into a :class:`Summary`."""
+    """Fold a stream of span records into a :class:`Summary`.
+
+    ``in_order``: the input holds each run's spans before its invocation span
+    (the order every exporter writes them in, as a span ends after its
+    children), so a run is folded when its invocation span arrives and memory
+    holds only runs in flight. A span that breaks the order raises
+    :class:`OutOfOrder` (read again without ``in_order``), as does a span whose
+    invocation span never comes. Without it, any order is fine and every run's
+    few numbers are held until the end.
+    """
     group_by = tuple(group_by)
     summary = Summary(group_by=group_by, source=source)
     runs: dict[tuple[str, str], _Run] = {}
+    folded: OrderedDict[int, None] = OrderedDict()
     for record in records:
         summary.spans += 1
         invocation_id = record.attributes.get(sc.ADK_INVOCATION_ID)
         if is_invocation(record):
             key = (record.trace_id, str(invocation_id or record.span_id))
+            if hash(key) in folded:
+                raise OutOfOrder("an invocation span seen twice")
             run = runs.setdefault(key, _Run())
             app = record.attributes.get(sc.ADK_APP_NAME) or record.name.split(" ", 1)[-1]
             run.group = (
@@ -172,11 +196,19 @@ def summarize(
             run.outcome = record.outcome or _status_outcome(record)
             run.error = error_category(record)
             run.latency_ms = record.duration_ms
+            if in_order:
+                _fold(summary.groups.setdefault(run.group, GroupSummary()), runs.pop(key))
+                folded[hash(key)] = None
+                if len(folded) > _RECENT:
+                    folded.popitem(last=False)
             continue
         kind = record.adk_kind
         if kind not in LAYERS or invocation_id is None:
             continue
-        run = runs.setdefault((record.trace_id, str(invocation_id)), _Run())
+        key = (record.trace_id, str(invocation_id))
+        if hash(key) in folded:
+            raise OutOfOrder(f"a {kind} span after its invocation span")
+        run = runs.setdefault(key, _Run())
         run.steps.append(
             (
                 record.start_ns,
@@ -192,6 +224,8 @@ def summarize(
             run.output_tokens += _int(record.attributes.get(sc.GEN_AI_USAGE_OUTPUT_TOKENS))
     for run in runs.values():
         if run.group is None:
+            if in_order:
+                raise OutOfOrder("spans whose invocation span did not come first")
             summary.unattached_spans += len(run.steps)
             continue
         _fold(summary.groups.setdefault(run.group, GroupSummary()), run)
