@@ -238,3 +238,27 @@ def test_bad_options_are_one_line_and_exit_2(sides, tmp_path, capsys, argv, mess
 def test_stdin_is_one_side_only(capsys) -> None:
     code, _, err = run(capsys, "compare", "-", "-")
     assert code == 2 and "stdin can be one side only" in err
+
+
+def test_two_summaries_compare_and_help_is_there(sides, tmp_path, capsys) -> None:
+    for name in ("base", "tokens"):
+        assert main(["summarize", str(sides[name]), "-o", str(tmp_path / f"{name}.json")]) == 0
+    base, tokens = str(tmp_path / "base.json"), str(tmp_path / "tokens.json")
+    assert main(["compare", base, tokens, "--fail-on", "tokens"]) == 1
+    assert repr(compare(base, tokens)) == "<Regression: REGRESSION (tripped: tokens)>"
+    capsys.readouterr()
+    assert main(["compare", "--help"]) == 0
+    assert "tokens=+N%" in capsys.readouterr().out
+    assert main(["--help"]) == 0
+    assert "summarize" in capsys.readouterr().out
+
+
+def test_the_public_compare_is_the_function_whatever_was_imported() -> None:
+    import importlib
+    import pkgutil
+
+    import adk_otel.traces
+
+    for module in pkgutil.walk_packages(adk_otel.traces.__path__, "adk_otel.traces."):
+        importlib.import_module(module.name)
+    assert callable(adk_otel.traces.compare) and adk_otel.traces.compare is compare

@@ -14,7 +14,7 @@ from collections import Counter
 
 import pytest
 
-from adk_otel.traces.compare import GATES, compare, parse_rules
+from adk_otel.traces.comparison import GATES, compare, parse_rules
 from adk_otel.traces.runs import summarize
 
 from .synth import Shape, runs

@@ -1,4 +1,4 @@
-"""A :class:`~.compare.Comparison` as aligned text, markdown or JSON.
+"""A :class:`~.comparison.Comparison` as aligned text, markdown or JSON.
 
 The text report leads with the verdict and what tripped, then per group the
 measured changes (with intervals and Holm-adjusted p-values), the layers,
@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .compare import MIN_RUNS, Comparison, Divergence, Finding, GroupComparison, Side
+from .comparison import MIN_RUNS, Comparison, Divergence, Finding, GroupComparison, Side
 
 SCHEMA_VERSION = 1
 _COLOURS = {"red": "31", "yellow": "33", "green": "32", "dim": "2", "bold": "1"}

@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from . import summary_file
-from .compare import Comparison, parse_rules
-from .compare import compare as compare_summaries
-from .compare_report import comparison_json, render_markdown, render_text
+from .compare_report import comparison_json, headline, render_markdown, render_text
+from .comparison import Comparison, parse_rules
+from .comparison import compare as compare_summaries
 from .files import iter_records
 from .model import as_records
 from .otlp_json import OtlpJsonError
@@ -133,6 +133,11 @@ class Regression:
 
     def __str__(self) -> str:
         return self.report()
+
+    def __repr__(self) -> str:
+        # What pytest shows for a failed ``assert result.ok``: the verdict and the
+        # gates; ``check()`` fails with the whole report.
+        return f"<Regression: {headline(self.comparison)}>"
 
 
 def compare(
