@@ -22,8 +22,8 @@ from .traces.regression import Regression, compare, summarize_files
 from .traces.summary_file import dumps
 
 EPILOG = """Rules (--fail-on, repeatable):
-  errors          an error rate up (runs, an error category, an agent/model/tool),
-                  or a new error category or type, significantly
+  errors[=+N%]    an error rate up (runs, an error category, an agent/model/tool),
+                  or a new error category or type (by more than N points; default 0)
   tokens=+N%      tokens per run (input + output) up by more than N% (default 10%)
   latency=+N%     p95 run latency up by more than N% (default 20%)
   calls=+N%       model or tool calls per run up by more than N% (default 10%)

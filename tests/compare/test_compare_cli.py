@@ -262,3 +262,10 @@ def test_the_public_compare_is_the_function_whatever_was_imported() -> None:
     for module in pkgutil.walk_packages(adk_otel.traces.__path__, "adk_otel.traces."):
         importlib.import_module(module.name)
     assert callable(adk_otel.traces.compare) and adk_otel.traces.compare is compare
+
+
+def test_the_errors_rule_takes_a_minimum_rise_in_points(sides, capsys) -> None:
+    args = ["compare", str(sides["base"]), str(sides["errors"])]
+    assert main([*args, "--fail-on", "errors=+80%"]) == 0  # 5 % -> about 60 %: +55 points
+    assert main([*args, "--fail-on", "errors=+20%"]) == 1
+    assert "gates: errors=+20%" in capsys.readouterr().out

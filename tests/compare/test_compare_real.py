@@ -26,6 +26,8 @@ from adk_otel import instrument
 from adk_otel.cli import main
 from adk_otel.testing import ScriptedModel, call, compare, reply
 from adk_otel.testing.receiver import OtlpReceiver
+from adk_otel.traces.files import iter_records
+from adk_otel.traces.runs import summarize
 
 RUNS = 8
 
@@ -109,6 +111,12 @@ def trace_sets(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
             (folder / f"traces.{layout}").write_bytes(file_bytes(layout, requests))
         out[name] = folder
     return out
+
+
+def test_real_exports_come_in_export_order_so_runs_fold_one_by_one(trace_sets) -> None:
+    # Each run's spans before its invocation span, in every layout: no second reading.
+    for folder in trace_sets.values():
+        assert summarize(iter_records([str(folder)]), in_order=True).runs == RUNS
 
 
 def test_two_sets_of_good_runs_compare_clean(trace_sets) -> None:

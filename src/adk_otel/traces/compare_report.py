@@ -208,7 +208,8 @@ def _rules_text(comparison: Comparison) -> str:
     if not comparison.rules:
         return "none"
     return ", ".join(
-        r.gate if r.gate == "errors" else f"{r.gate}=+{r.threshold:g}%" for r in comparison.rules
+        r.gate if r.gate == "errors" and not r.threshold else f"{r.gate}=+{r.threshold:g}%"
+        for r in comparison.rules
     )
 
 
