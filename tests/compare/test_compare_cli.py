@@ -269,3 +269,22 @@ def test_the_errors_rule_takes_a_minimum_rise_in_points(sides, capsys) -> None:
     assert main([*args, "--fail-on", "errors=+80%"]) == 0  # 5 % -> about 60 %: +55 points
     assert main([*args, "--fail-on", "errors=+20%"]) == 1
     assert "gates: errors=+20%" in capsys.readouterr().out
+
+
+def test_comparing_imports_no_adk(sides) -> None:
+    import subprocess
+    import sys
+
+    script = (
+        "import sys; from adk_otel.cli import main; code = main(['compare', sys.argv[1], "
+        "sys.argv[2], '--format', 'json']); "
+        "print(sorted(m for m in sys.modules if m.startswith(('google.adk', 'adk_otel.plugin'))))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(sides["base"]), str(sides["same"])],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert done.stdout.splitlines()[-1] == "[]"

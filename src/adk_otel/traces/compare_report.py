@@ -196,6 +196,16 @@ def _divergence_text(divergence: Divergence) -> str:
     return f"step {divergence.step}, {where}: {what}"
 
 
+def _tripped(comparison: Comparison) -> list[tuple[Finding, str]]:
+    """Tripped findings, those with the same counts (one failure seen on the
+    invocation, its agent and its category) on one line, their subjects joined."""
+    merged: dict[tuple[object, ...], tuple[Finding, list[str]]] = {}
+    for f in comparison.tripped:
+        key = (f.gate, f.group, f.baseline, f.candidate, f.p_value)
+        merged.setdefault(key, (f, []))[1].append(f.subject)
+    return [(finding, " = ".join(subjects)) for finding, subjects in merged.values()]
+
+
 def headline(comparison: Comparison) -> str:
     if comparison.tripped:
         return f"REGRESSION (tripped: {', '.join(comparison.tripped_gates)})"
@@ -240,10 +250,10 @@ def render_text(comparison: Comparison, *, color: bool = False) -> str:
         f"candidate: {comparison.candidate_runs} runs ({comparison.candidate_source or '-'})",
         f"alpha {comparison.alpha:g}; gates: {_rules_text(comparison)}",
     ]
-    for finding in comparison.tripped:
+    for finding, subject in _tripped(comparison):
         lines.append(
             _paint(
-                f"  TRIPPED {finding.gate}: {finding.group}: {finding.subject} "
+                f"  TRIPPED {finding.gate}: {finding.group}: {subject} "
                 f"{_value(finding, finding.baseline)} -> {_value(finding, finding.candidate)} "
                 f"({_change(finding)}, p={_p(finding)})",
                 "red",
@@ -360,9 +370,9 @@ def render_markdown(comparison: Comparison) -> str:
     ]
     if comparison.tripped:
         lines += ["**Tripped:**", ""]
-        for f in comparison.tripped:
+        for f, subject in _tripped(comparison):
             lines.append(
-                f"- `{f.gate}`: {_md(f.group)}: {_md(f.subject)} {_value(f, f.baseline)} → "
+                f"- `{f.gate}`: {_md(f.group)}: {_md(subject)} {_value(f, f.baseline)} → "
                 f"{_value(f, f.candidate)} ({_change(f)}, p={_p(f)})"
             )
         lines.append("")
