@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from adk_otel.traces.comparison import first_divergence, lcs_alignment
+from adk_otel.traces.paths import first_divergence, lcs_alignment
 from adk_otel.traces.stats import (
     Distribution,
     chi_square_counts,

@@ -12,7 +12,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .comparison import MIN_RUNS, Comparison, Divergence, Finding, GroupComparison, Side
+from .comparison import MIN_RUNS, Comparison, Finding, GroupComparison, Side
+from .paths import Divergence
 
 SCHEMA_VERSION = 1
 _COLOURS = {"red": "31", "yellow": "33", "green": "32", "dim": "2", "bold": "1"}
