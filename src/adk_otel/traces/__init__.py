@@ -7,9 +7,8 @@ Trace files in every layout the Collector's ``file`` exporter writes
 (:mod:`.report_json`), and comparisons of sets of runs (:mod:`.regression`
 over :mod:`.runs`, :mod:`.stats`, :mod:`.paths`, :mod:`.comparison`,
 :mod:`.compare_report`, :mod:`.summary_file`). None of it knows ADK's
-runtime or imports anything of
-adk-otel but :mod:`adk_otel.semconv`, so the CLI and CI tooling read traces
-without loading an agent framework.
+runtime or imports anything of adk-otel but :mod:`adk_otel.semconv`, so the
+CLI and CI tooling read traces without loading an agent framework.
 
 ::
 
