@@ -137,7 +137,7 @@ def test_a_broken_tool_trips_the_errors_gate_only(trace_sets) -> None:
     result = compare(trace_sets["baseline"], trace_sets["broken"])
     assert result.tripped_gates == ["errors"], result.report()
     report = result.report()
-    assert "runs failing with TimeoutError" in report
+    assert "runs failing with TimeoutError (new)" in report
     new = [f for f in result.comparison.findings if f.new and f.gate == "errors"]
     assert [f.subject for f in new] == ["runs failing with TimeoutError"]
 

@@ -197,13 +197,20 @@ def _divergence_text(divergence: Divergence) -> str:
     return f"step {divergence.step}, {where}: {what}"
 
 
+def _subject(finding: Finding) -> str:
+    """An error category never seen in the baseline is called out as new."""
+    return (
+        f"{finding.subject} (new)" if finding.new and finding.gate == "errors" else finding.subject
+    )
+
+
 def _tripped(comparison: Comparison) -> list[tuple[Finding, str]]:
     """Tripped findings, those with the same counts (one failure seen on the
     invocation, its agent and its category) on one line, their subjects joined."""
     merged: dict[tuple[object, ...], tuple[Finding, list[str]]] = {}
     for f in comparison.tripped:
         key = (f.gate, f.group, f.baseline, f.candidate, f.p_value)
-        merged.setdefault(key, (f, []))[1].append(f.subject)
+        merged.setdefault(key, (f, []))[1].append(_subject(f))
     return [(finding, " = ".join(subjects)) for finding, subjects in merged.values()]
 
 
@@ -279,7 +286,7 @@ def render_text(comparison: Comparison, *, color: bool = False) -> str:
             for finding in group.findings:
                 rows.append(
                     [
-                        finding.subject,
+                        _subject(finding),
                         _value(finding, finding.baseline),
                         _value(finding, finding.candidate),
                         _change(finding),
@@ -393,7 +400,7 @@ def render_markdown(comparison: Comparison) -> str:
                 if f.tripped:
                     verdict = f"**{verdict}**"
                 lines.append(
-                    f"| {_md(f.subject)} | {_value(f, f.baseline)} | {_value(f, f.candidate)} | "
+                    f"| {_md(_subject(f))} | {_value(f, f.baseline)} | {_value(f, f.candidate)} | "
                     f"{_change(f)} | {_interval(f)} | {_p(f)} | {_md(verdict)} |"
                 )
             lines.append("")
