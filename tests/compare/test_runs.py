@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import random
 import tracemalloc
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from adk_otel import semconv as sc
 from adk_otel.traces.files import iter_records
 from adk_otel.traces.regression import summarize_files
 from adk_otel.traces.runs import OutOfOrder, summarize
@@ -62,3 +64,17 @@ def test_memory_holds_runs_in_flight_not_runs(tmp_path: Path) -> None:
     # Ten times the runs: the peak grows by the remembered run hashes (10,000 at most)
     # and the distributions' distinct values, not by every run's numbers (3.5 kB a run).
     assert large - small < 2700 * 1000, (small, large)
+
+
+def test_adks_own_invoke_workflow_spans_are_not_runs() -> None:
+    # Kept with keep_adk_spans: ADK's own span of the turn, same operation name, another scope.
+    records = runs(random.Random(8), 2)
+    invocation = next(r for r in records if r.name == "invocation shop")
+    adks = replace(
+        invocation,
+        span_id="00000000000000ad",
+        name="invoke_workflow root",
+        scope="gcp.vertex.agent",
+        attributes={k: v for k, v in invocation.attributes.items() if k != sc.ADK_SPAN_KIND},
+    )
+    assert summarize([adks, *records]).runs == 2

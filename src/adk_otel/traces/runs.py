@@ -150,8 +150,13 @@ def _int(value: Any) -> int:
 
 
 def is_invocation(record: SpanRecord) -> bool:
-    return record.adk_kind == "invocation" or (
-        record.attributes.get(sc.GEN_AI_OPERATION_NAME) == sc.OP_INVOKE_WORKFLOW
+    """adk-otel's invocation span: ADK's own ``invoke_workflow`` spans (kept with
+    ``keep_adk_spans``) share the operation name but are not runs of their own."""
+    if record.adk_kind == "invocation":
+        return True
+    return (
+        record.scope == sc.INSTRUMENTATION_SCOPE
+        and record.attributes.get(sc.GEN_AI_OPERATION_NAME) == sc.OP_INVOKE_WORKFLOW
     )
 
 
