@@ -137,9 +137,9 @@ def test_a_broken_tool_trips_the_errors_gate_only(trace_sets) -> None:
     result = compare(trace_sets["baseline"], trace_sets["broken"])
     assert result.tripped_gates == ["errors"], result.report()
     report = result.report()
-    assert "runs failing with TimeoutError (new)" in report
+    assert "runs hitting TimeoutError (new)" in report
     new = [f for f in result.comparison.findings if f.new and f.gate == "errors"]
-    assert [f.subject for f in new] == ["runs failing with TimeoutError"]
+    assert [f.subject for f in new] == ["runs hitting TimeoutError"]
 
 
 def test_a_detour_trips_path_calls_and_tokens_and_shows_where_it_diverges(trace_sets) -> None:
@@ -225,4 +225,4 @@ def test_the_two_process_a2a_demo_trace(tmp_path, capsys) -> None:
     assert "== payments-service (1 baseline vs 1 candidate runs)" in report
     assert "== shop (1 baseline vs 1 candidate runs)" in report
     assert "sample too small to call a change" in report
-    assert "runs failing with" in report  # the demo's card payment fails on purpose
+    assert "runs hitting " in report  # the demo's card payment fails on purpose

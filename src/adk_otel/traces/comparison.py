@@ -388,7 +388,7 @@ def _findings(label: str, b: GroupSummary, c: GroupSummary, alpha: float) -> lis
             _rate(
                 "errors",
                 label,
-                f"runs failing with {category}",
+                f"runs hitting {category}",
                 b.error_runs[category],
                 b.runs,
                 c.error_runs[category],
