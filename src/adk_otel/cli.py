@@ -6,6 +6,8 @@
     adk-otel tree traces.jsonl --normalized     # the snapshot form
     adk-otel tree out/ 'traces-*.json.zst' --service shop --format json
     adk-otel check traces.jsonl --expect spec.yaml
+    adk-otel summarize traces/ -o baseline.summary.json
+    adk-otel compare baseline.summary.json traces/ --fail-on any   # docs/compare.md
     adk-otel demo [ARGS...]                     # run the bundled demo app
 
 ``FILE`` is OTLP JSON as the OpenTelemetry Collector's ``file`` exporter (or
@@ -72,7 +74,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from . import sanitize
+from . import cli_compare, sanitize
 from .traces.expect import parse_tree, render_expected, tree_mismatch, unknown_key
 from .traces.files import read_records, read_traces
 from .traces.model import Forest, SpanRecord
@@ -432,6 +434,7 @@ def build_parser() -> argparse.ArgumentParser:
     _input_arguments(check)
     check.add_argument("--expect", required=True, metavar="SPEC", help="YAML spec to check")
     _colour_flag(check)
+    cli_compare.add_commands(commands)
     commands.add_parser("demo", help="run the demo app (arguments are passed on)")
     return parser
 
@@ -450,7 +453,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # --help, or a usage error already printed
         return int(exc.code or 0) if not isinstance(exc.code, str) else EXIT_BAD_INPUT
     try:
-        code, output = cmd_tree(args) if args.command == "tree" else cmd_check(args)
+        code, output = _dispatch(args)
     except (UsageError, OtlpJsonError, SpecError, OSError) as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -464,6 +467,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # `adk-otel tree ... | head`
         _reader_gone()
     return code
+
+
+def _dispatch(args: argparse.Namespace) -> tuple[int, str]:
+    if args.command == "summarize":
+        return cli_compare.cmd_summarize(args)
+    if args.command == "compare":
+        return cli_compare.cmd_compare(args, use_colour(args.color))
+    return cmd_tree(args) if args.command == "tree" else cmd_check(args)
 
 
 def _reader_gone() -> None:

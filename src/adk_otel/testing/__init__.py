@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from ..traces.expect import assert_tree, unordered
     from ..traces.model import Forest, SpanRecord
     from ..traces.query import PRESENT, SpanQuery
+    from ..traces.regression import Regression, compare
     from ..traces.render import render_normalized, render_tree
     from .capture import TraceCapture
     from .model import ScriptedModel, Step, call, calls, fail, reply, stream
@@ -39,6 +40,8 @@ _EXPORTS = {
     "SpanRecord": "..traces.model",
     "Forest": "..traces.model",
     "TraceCapture": ".capture",
+    "Regression": "..traces.regression",
+    "compare": "..traces.regression",
     "OtlpReceiver": ".receiver",
     "poll_until": ".receiver",
 }
@@ -47,6 +50,7 @@ __all__ = [
     "PRESENT",
     "Forest",
     "OtlpReceiver",
+    "Regression",
     "ScriptedModel",
     "SpanQuery",
     "SpanRecord",
@@ -55,6 +59,7 @@ __all__ = [
     "assert_tree",
     "call",
     "calls",
+    "compare",
     "fail",
     "poll_until",
     "render_normalized",

@@ -3,10 +3,12 @@
 Trace files in every layout the Collector's ``file`` exporter writes
 (:mod:`.files`), the OTLP JSON codec (:mod:`.otlp_json`), the span-record model
 (:mod:`.model`), span queries (:mod:`.query`), expected-tree assertions
-(:mod:`.expect`), the tree renderer (:mod:`.render`) and the JSON report
-(:mod:`.report_json`). None of it knows ADK's runtime or imports anything of
-adk-otel but :mod:`adk_otel.semconv`, so the CLI and CI tooling read traces
-without loading an agent framework.
+(:mod:`.expect`), the tree renderer (:mod:`.render`), the JSON report
+(:mod:`.report_json`), and comparisons of sets of runs (:mod:`.regression`
+over :mod:`.runs`, :mod:`.stats`, :mod:`.paths`, :mod:`.comparison`,
+:mod:`.compare_report`, :mod:`.summary_file`). None of it knows ADK's
+runtime or imports anything of adk-otel but :mod:`adk_otel.semconv`, so the
+CLI and CI tooling read traces without loading an agent framework.
 
 ::
 
@@ -22,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .expect import assert_tree, tree_mismatch, unordered
-    from .files import expand, read_records, read_spans, read_traces
+    from .files import expand, iter_records, read_records, read_spans, read_traces
     from .model import Forest, SpanEvent, SpanNode, SpanRecord, as_records
     from .otlp_json import (
         OtlpJsonError,
@@ -32,6 +34,7 @@ if TYPE_CHECKING:
         write_spans,
     )
     from .query import PRESENT, SpanQuery, SpecError
+    from .regression import Regression, compare
     from .render import render_normalized, render_tree
 
 _EXPORTS = {
@@ -39,6 +42,7 @@ _EXPORTS = {
     "tree_mismatch": ".expect",
     "unordered": ".expect",
     "expand": ".files",
+    "iter_records": ".files",
     "read_records": ".files",
     "read_spans": ".files",
     "read_traces": ".files",
@@ -55,6 +59,8 @@ _EXPORTS = {
     "PRESENT": ".query",
     "SpanQuery": ".query",
     "SpecError": ".query",
+    "Regression": ".regression",
+    "compare": ".regression",
     "render_normalized": ".render",
     "render_tree": ".render",
 }
@@ -64,6 +70,7 @@ __all__ = [
     "Forest",
     "OtlpJsonError",
     "OtlpJsonFileExporter",
+    "Regression",
     "SpanEvent",
     "SpanNode",
     "SpanQuery",
@@ -71,7 +78,9 @@ __all__ = [
     "SpecError",
     "as_records",
     "assert_tree",
+    "compare",
     "expand",
+    "iter_records",
     "loads_spans",
     "read_records",
     "read_spans",

@@ -84,6 +84,13 @@ def read_records(arguments: Sequence[str], keep: Keep | None = None) -> list[Spa
     ]
 
 
+def iter_records(arguments: Sequence[str]) -> Iterator[SpanRecord]:
+    """Every span in the files, one at a time as they are read: memory holds
+    one document (or message), not the files. Errors as :func:`read_records`."""
+    for _, record in _spans(expand(arguments), arguments):
+        yield record
+
+
 def read_traces(
     arguments: Sequence[str], wanted: Keep, trace_ids: Container[str] | None = None
 ) -> list[SpanRecord]:

@@ -1,0 +1,424 @@
+"""A :class:`~.comparison.Comparison` as aligned text, markdown or JSON.
+
+The text report leads with the verdict and what tripped, then per group the
+measured changes (with intervals and Holm-adjusted p-values), the layers,
+the paths and where the candidate's paths diverge. Colour follows the tree's
+rules (red: tripped, yellow: flagged but not gated, green: a clean verdict).
+The JSON shape is docs/compare-output.schema.json.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from .comparison import MIN_RUNS, Comparison, Finding, GroupComparison, Side
+from .paths import Divergence
+
+SCHEMA_VERSION = 1
+_COLOURS = {"red": "31", "yellow": "33", "green": "32", "dim": "2", "bold": "1"}
+
+
+def _paint(text: str, colour: str, enabled: bool) -> str:
+    return f"\x1b[{_COLOURS[colour]}m{text}\x1b[0m" if enabled else text
+
+
+# -- JSON ------------------------------------------------------------------------------------
+
+
+def _number(value: float | None) -> float | None:
+    if value is None or not math.isfinite(value):
+        return None
+    return round(value, 6)
+
+
+def finding_json(finding: Finding) -> dict[str, Any]:
+    return {
+        "gate": finding.gate,
+        "subject": finding.subject,
+        "baseline": _number(finding.baseline),
+        "candidate": _number(finding.candidate),
+        "effect": _number(finding.effect),
+        "interval": (
+            [_number(finding.interval[0]), _number(finding.interval[1])]
+            if finding.interval
+            else None
+        ),
+        "p_value": _number(finding.p_value),
+        "significant": finding.significant,
+        "worse": finding.worse,
+        "beyond_threshold": finding.beyond_threshold,
+        "flagged": finding.flagged,
+        "tripped": finding.tripped,
+        "new": finding.new,
+        "why": finding.why,
+    }
+
+
+def _side_json(side: Side | None) -> dict[str, Any] | None:
+    if side is None:
+        return None
+    return {
+        "runs": side.runs,
+        "outcomes": side.outcomes,
+        "latency_p50_ms": _number(side.latency_p50),
+        "latency_p95_ms": _number(side.latency_p95),
+        "input_tokens_per_run": _number(side.input_tokens),
+        "output_tokens_per_run": _number(side.output_tokens),
+        "model_calls_per_run": _number(side.model_calls),
+        "tool_calls_per_run": _number(side.tool_calls),
+    }
+
+
+def _divergence_json(divergence: Divergence) -> dict[str, Any]:
+    return {
+        "baseline_path": list(divergence.baseline_path),
+        "candidate_path": list(divergence.candidate_path),
+        "step": divergence.step,
+        "after": divergence.after,
+        "baseline_step": divergence.baseline_step,
+        "candidate_step": divergence.candidate_step,
+    }
+
+
+def _group_json(group: GroupComparison) -> dict[str, Any]:
+    return {
+        "key": dict(group.key),
+        "label": group.label,
+        "too_small": group.too_small,
+        "baseline": _side_json(group.baseline),
+        "candidate": _side_json(group.candidate),
+        "findings": [finding_json(finding) for finding in group.findings],
+        "layers": [
+            {
+                "kind": row.kind,
+                "name": row.name,
+                "baseline_spans": row.baseline_spans,
+                "candidate_spans": row.candidate_spans,
+                "baseline_outcomes": row.baseline_outcomes,
+                "candidate_outcomes": row.candidate_outcomes,
+                "baseline_p50_ms": _number(row.baseline_p50),
+                "candidate_p50_ms": _number(row.candidate_p50),
+                "baseline_p95_ms": _number(row.baseline_p95),
+                "candidate_p95_ms": _number(row.candidate_p95),
+            }
+            for row in group.layers
+        ],
+        "paths": [
+            {"path": list(share.path), "baseline": share.baseline, "candidate": share.candidate}
+            for share in group.paths
+        ],
+        "divergences": [_divergence_json(d) for d in group.divergences],
+    }
+
+
+def comparison_json(comparison: Comparison) -> dict[str, Any]:
+    """``{"version", "verdict", "exit_code", "tripped", ...}`` (see the schema)."""
+    return {
+        "version": SCHEMA_VERSION,
+        "verdict": "ok" if comparison.ok else "regression",
+        "exit_code": comparison.exit_code,
+        "alpha": comparison.alpha,
+        "rules": [{"gate": r.gate, "threshold_percent": r.threshold} for r in comparison.rules],
+        "tripped_gates": comparison.tripped_gates,
+        "baseline": {"source": comparison.baseline_source, "runs": comparison.baseline_runs},
+        "candidate": {"source": comparison.candidate_source, "runs": comparison.candidate_runs},
+        "warnings": comparison.warnings,
+        "tripped": [{"group": f.group, **finding_json(f)} for f in comparison.tripped],
+        "groups": [_group_json(group) for group in comparison.groups],
+    }
+
+
+# -- values as text ------------------------------------------------------------------------------
+
+
+def _value(finding: Finding, value: float | None) -> str:
+    if value is None:
+        return "-"
+    if finding.gate == "errors" or finding.subject.startswith("runs "):
+        return f"{value:.1%}"
+    if finding.gate == "path":
+        return f"{value:.0%} new"
+    return f"{value:.4g}"
+
+
+def _change(finding: Finding) -> str:
+    effect = finding.effect
+    if effect is None:
+        return "-"
+    if finding.gate == "errors" or finding.subject.startswith("runs "):
+        return f"{effect * 100:+.1f} pp"
+    if finding.gate == "path":
+        return f"TV {effect:.0%}"
+    return f"x{effect:.2f}"
+
+
+def _interval(finding: Finding) -> str:
+    if finding.interval is None:
+        return "-"
+    low, high = finding.interval
+    if finding.gate == "errors" or finding.subject.startswith("runs "):
+        return f"[{(low or 0) * 100:+.1f}, {(high or 0) * 100:+.1f}]"
+    high_text = "inf" if high is None else f"{high:.2f}"
+    return f"[x{low or 0:.2f}, x{high_text}]"
+
+
+def _p(finding: Finding) -> str:
+    p = finding.p_value
+    if p is None:
+        return "-"
+    return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def _verdict(finding: Finding) -> str:
+    if finding.tripped:
+        return f"TRIPPED {finding.gate}"
+    if finding.flagged:
+        return "flagged (not gated)"
+    return finding.why
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4g}"
+
+
+def _path(path: tuple[str, ...]) -> str:
+    return " > ".join(path) if path else "(no agent or tool step)"
+
+
+def _divergence_text(divergence: Divergence) -> str:
+    where = f"after {divergence.after}" if divergence.after else "at the first step"
+    if divergence.baseline_step and divergence.candidate_step:
+        what = f"baseline {divergence.baseline_step}, candidate {divergence.candidate_step}"
+    elif divergence.candidate_step:
+        what = f"candidate inserts {divergence.candidate_step}"
+    else:
+        what = f"candidate skips {divergence.baseline_step}"
+    return f"step {divergence.step}, {where}: {what}"
+
+
+def _subject(finding: Finding) -> str:
+    """An error category never seen in the baseline is called out as new."""
+    return (
+        f"{finding.subject} (new)" if finding.new and finding.gate == "errors" else finding.subject
+    )
+
+
+def _tripped(comparison: Comparison) -> list[tuple[Finding, str]]:
+    """Tripped findings, those with the same counts (one failure seen on the
+    invocation, its agent and its category) on one line, their subjects joined."""
+    merged: dict[tuple[object, ...], tuple[Finding, list[str]]] = {}
+    for f in comparison.tripped:
+        key = (f.gate, f.group, f.baseline, f.candidate, f.p_value)
+        merged.setdefault(key, (f, []))[1].append(_subject(f))
+    return [(finding, " = ".join(subjects)) for finding, subjects in merged.values()]
+
+
+def headline(comparison: Comparison) -> str:
+    if comparison.tripped:
+        return f"REGRESSION (tripped: {', '.join(comparison.tripped_gates)})"
+    if not comparison.rules:
+        return "OK (report only: no --fail-on gate given)"
+    return "OK (no gate tripped)"
+
+
+def _rules_text(comparison: Comparison) -> str:
+    if not comparison.rules:
+        return "none"
+    return ", ".join(
+        r.gate if r.gate == "errors" and not r.threshold else f"{r.gate}=+{r.threshold:g}%"
+        for r in comparison.rules
+    )
+
+
+def _table(rows: list[list[str]]) -> list[str]:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return [
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    ]
+
+
+def _small(group: GroupComparison) -> str:
+    b = group.baseline.runs if group.baseline else 0
+    c = group.candidate.runs if group.candidate else 0
+
+    return (
+        f"sample too small to call a change ({b} baseline, {c} candidate runs; "
+        f"at least {MIN_RUNS} a side, 30 or more for a useful gate): deltas only"
+    )
+
+
+def render_text(comparison: Comparison, *, color: bool = False) -> str:
+    """The report for a terminal."""
+    head = headline(comparison)
+    lines = [
+        "adk-otel compare: " + _paint(head, "red" if comparison.tripped else "green", color),
+        f"baseline: {comparison.baseline_runs} runs ({comparison.baseline_source or '-'})",
+        f"candidate: {comparison.candidate_runs} runs ({comparison.candidate_source or '-'})",
+        f"alpha {comparison.alpha:g}; gates: {_rules_text(comparison)}",
+    ]
+    for finding, subject in _tripped(comparison):
+        lines.append(
+            _paint(
+                f"  TRIPPED {finding.gate}: {finding.group}: {subject} "
+                f"{_value(finding, finding.baseline)} -> {_value(finding, finding.candidate)} "
+                f"({_change(finding)}, p={_p(finding)})",
+                "red",
+                color,
+            )
+        )
+    for group in comparison.groups:
+        b = group.baseline.runs if group.baseline else 0
+        c = group.candidate.runs if group.candidate else 0
+        lines += [
+            "",
+            _paint(f"== {group.label} ({b} baseline vs {c} candidate runs)", "bold", color),
+        ]
+        if group.too_small:
+            lines.append("  " + _paint(_small(group), "yellow", color))
+        if group.baseline is not None and group.candidate is not None:
+            lines += ["  " + line for line in _outcome_lines(group.baseline, group.candidate)]
+        if group.findings:
+            rows = [
+                ["change", "baseline", "candidate", "effect", "interval", "p (Holm)", "verdict"]
+            ]
+            for finding in group.findings:
+                rows.append(
+                    [
+                        _subject(finding),
+                        _value(finding, finding.baseline),
+                        _value(finding, finding.candidate),
+                        _change(finding),
+                        _interval(finding),
+                        _p(finding),
+                        _verdict(finding),
+                    ]
+                )
+            table = _table(rows)
+            lines.append("  " + _paint(table[0], "dim", color))
+            for finding, line in zip(group.findings, table[1:], strict=True):
+                colour = "red" if finding.tripped else "yellow" if finding.flagged else ""
+                lines.append("  " + (_paint(line, colour, color) if colour else line))
+        if group.layers:
+            rows = [["layer", "spans b/c", "errors b/c", "p50 ms b/c", "p95 ms b/c"]]
+            for row in group.layers:
+                rows.append(
+                    [
+                        f"{row.kind} {row.name}",
+                        f"{row.baseline_spans}/{row.candidate_spans}",
+                        f"{row.baseline_outcomes.get('error', 0)}/"
+                        f"{row.candidate_outcomes.get('error', 0)}",
+                        f"{_ms(row.baseline_p50)}/{_ms(row.candidate_p50)}",
+                        f"{_ms(row.baseline_p95)}/{_ms(row.candidate_p95)}",
+                    ]
+                )
+            lines += ["  " + line for line in _table(rows)]
+        if group.paths:
+            rows = [["paths: baseline", "candidate", "path"]]
+            for share in group.paths:
+                rows.append(
+                    [
+                        _share(share.baseline, b),
+                        _share(share.candidate, c),
+                        _path(share.path),
+                    ]
+                )
+            lines += ["  " + line for line in _table(rows)]
+        for divergence in group.divergences:
+            lines.append(
+                f"  diverges: {_path(divergence.candidate_path)}: {_divergence_text(divergence)}"
+            )
+    if comparison.warnings:
+        lines.append("")
+        lines += [_paint(f"warning: {warning}", "yellow", color) for warning in comparison.warnings]
+    return "\n".join(lines) + "\n"
+
+
+def _share(count: int, runs: int) -> str:
+    if not count:
+        return "-"
+    return f"{count / runs:.0%} ({count})" if runs else str(count)
+
+
+def _outcome_lines(b: Side, c: Side) -> list[str]:
+    rows = [["runs", "ok", "error", "cancelled", "incomplete", "p50 ms", "p95 ms", "tokens in/out",
+             "model/tool calls"]]  # fmt: skip
+    for name, side in (("baseline", b), ("candidate", c)):
+        rows.append(
+            [
+                f"{name} {side.runs}",
+                *(str(side.outcomes.get(o, 0)) for o in ("ok", "error", "cancelled", "incomplete")),
+                _ms(side.latency_p50),
+                _ms(side.latency_p95),
+                f"{_ms(side.input_tokens)}/{_ms(side.output_tokens)}",
+                f"{_ms(side.model_calls)}/{_ms(side.tool_calls)}",
+            ]
+        )
+    return _table(rows)
+
+
+# -- markdown ----------------------------------------------------------------------------------
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def render_markdown(comparison: Comparison) -> str:
+    """The report for a pull-request comment or a CI job summary."""
+    icon = ":x:" if comparison.tripped else ":white_check_mark:"
+    lines = [
+        f"## {icon} adk-otel compare: {headline(comparison)}",
+        "",
+        f"Baseline **{comparison.baseline_runs}** runs, candidate "
+        f"**{comparison.candidate_runs}** runs; alpha {comparison.alpha:g}; gates: "
+        f"{_rules_text(comparison)}.",
+        "",
+    ]
+    if comparison.tripped:
+        lines += ["**Tripped:**", ""]
+        for f, subject in _tripped(comparison):
+            lines.append(
+                f"- `{f.gate}`: {_md(f.group)}: {_md(subject)} {_value(f, f.baseline)} → "
+                f"{_value(f, f.candidate)} ({_change(f)}, p={_p(f)})"
+            )
+        lines.append("")
+    for group in comparison.groups:
+        b = group.baseline.runs if group.baseline else 0
+        c = group.candidate.runs if group.candidate else 0
+        lines += [f"### {_md(group.label)} ({b} vs {c} runs)", ""]
+        if group.too_small:
+            lines += [f"> {_small(group)}", ""]
+        if group.findings:
+            lines += [
+                "| change | baseline | candidate | effect | interval | p (Holm) | verdict |",
+                "|---|---|---|---|---|---|---|",
+            ]
+            for f in group.findings:
+                verdict = _verdict(f)
+                if f.tripped:
+                    verdict = f"**{verdict}**"
+                lines.append(
+                    f"| {_md(_subject(f))} | {_value(f, f.baseline)} | {_value(f, f.candidate)} | "
+                    f"{_change(f)} | {_interval(f)} | {_p(f)} | {_md(verdict)} |"
+                )
+            lines.append("")
+        if group.paths:
+            lines += ["| baseline | candidate | path |", "|---|---|---|"]
+            for share in group.paths:
+                lines.append(
+                    f"| {_share(share.baseline, b)} | {_share(share.candidate, c)} | "
+                    f"`{_md(_path(share.path))}` |"
+                )
+            lines.append("")
+        for divergence in group.divergences:
+            lines.append(
+                f"- diverges: `{_md(_path(divergence.candidate_path))}`: "
+                f"{_md(_divergence_text(divergence))}"
+            )
+        if group.divergences:
+            lines.append("")
+    if comparison.warnings:
+        lines += ["**Warnings:**", ""] + [f"- {_md(w)}" for w in comparison.warnings] + [""]
+    return "\n".join(lines)

@@ -1,0 +1,276 @@
+"""Runs from a stream of span records, folded into distributions per group.
+
+One run is one invocation span (``gen_ai.operation.name=invoke_workflow``).
+Its agent, model and tool spans are found by the ``adk.invocation.id`` every
+adk-otel span carries, in the same trace, in whatever order the files hold
+them. While reading, a run is a few numbers and its step list (never its
+spans); it is folded into its group's distributions when its invocation span
+comes (files in export order) or at the end (any order), so a
+:class:`Summary` holds counts and histograms per group, layer and path.
+
+A path is the run's agent and tool steps in start order, a step repeated
+back to back written once: the route through the agents and tools. How often
+a step repeats is what the calls per run measure.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, OrderedDict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import semconv as sc
+from .model import SpanRecord
+from .stats import Distribution
+
+ERROR_CATEGORY = "adk.error.category"
+"""The failure category adk-otel sets on failed spans; ``error.type`` where absent."""
+
+CONVERSATION = sc.GEN_AI_CONVERSATION_ID
+OUTCOMES = ("ok", "error", "cancelled", "incomplete")
+LAYERS = ("agent", "model", "tool")
+MAX_PATHS = 1000
+"""Distinct paths kept per group; rarer ones beyond it count as ``(other)``."""
+OTHER_PATH = ("(other)",)
+NONE = "(none)"
+_RECENT = 10_000
+"""Runs remembered (by hash) after folding, to notice a span that comes after
+its run's end; a later one, or a hash collision, just means reading again."""
+
+GroupKey = tuple[tuple[str, str], ...]
+Path = tuple[str, ...]
+
+
+@dataclass
+class LayerStats:
+    """One agent, model or tool of a group: its spans' outcomes and latency."""
+
+    spans: int = 0
+    outcomes: Counter[str] = field(default_factory=Counter)
+    errors: Counter[str] = field(default_factory=Counter)
+    latency_ms: Distribution = field(default_factory=Distribution)
+
+    def merge(self, other: LayerStats) -> None:
+        self.spans += other.spans
+        self.outcomes.update(other.outcomes)
+        self.errors.update(other.errors)
+        self.latency_ms.merge(other.latency_ms)
+
+
+@dataclass
+class GroupSummary:
+    """Everything a comparison needs of one group's runs, bounded in size."""
+
+    runs: int = 0
+    outcomes: Counter[str] = field(default_factory=Counter)
+    error_runs: Counter[str] = field(default_factory=Counter)
+    """Runs with at least one failed span of each error category / type."""
+    latency_ms: Distribution = field(default_factory=Distribution)
+    input_tokens: Distribution = field(default_factory=Distribution)
+    output_tokens: Distribution = field(default_factory=Distribution)
+    tokens: Distribution = field(default_factory=Distribution)
+    model_calls: Distribution = field(default_factory=Distribution)
+    tool_calls: Distribution = field(default_factory=Distribution)
+    paths: Counter[Path] = field(default_factory=Counter)
+    layers: dict[tuple[str, str], LayerStats] = field(default_factory=dict)
+
+    def layer(self, kind: str, name: str) -> LayerStats:
+        return self.layers.setdefault((kind, name), LayerStats())
+
+    def add_path(self, path: Path) -> None:
+        if path in self.paths or len(self.paths) < MAX_PATHS:
+            self.paths[path] += 1
+        else:
+            self.paths[OTHER_PATH] += 1
+
+
+@dataclass
+class Summary:
+    """Per-group run distributions of one side of a comparison."""
+
+    group_by: tuple[str, ...] = ()
+    groups: dict[GroupKey, GroupSummary] = field(default_factory=dict)
+    spans: int = 0
+    unattached_spans: int = 0
+    """adk-otel agent / model / tool spans whose invocation span was not there."""
+    source: str = ""
+
+    @property
+    def runs(self) -> int:
+        return sum(group.runs for group in self.groups.values())
+
+
+@dataclass
+class _Run:
+    """A run while its spans are read: the invocation's facts and compact steps."""
+
+    group: GroupKey | None = None
+    outcome: str | None = None
+    error: str | None = None
+    latency_ms: float | None = None
+    steps: list[tuple[int, str, str, str | None, str | None, float | None]] = field(
+        default_factory=list
+    )
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+def error_category(record: SpanRecord) -> str | None:
+    """``adk.error.category`` of a failed span, else its error type."""
+    if record.outcome != "error" and record.status_code != "ERROR":
+        return None
+    value = record.attributes.get(ERROR_CATEGORY)
+    if isinstance(value, str) and value:
+        return value
+    error = record.error_type
+    return str(error) if error else "error"
+
+
+def _attribute(record: SpanRecord, name: str) -> str:
+    value = record.attributes.get(name, record.resource.get(name))
+    return NONE if value is None else str(value)
+
+
+def _name(record: SpanRecord, kind: str) -> str:
+    attributes = record.attributes
+    key = {
+        "agent": sc.GEN_AI_AGENT_NAME,
+        "tool": sc.GEN_AI_TOOL_NAME,
+        "model": sc.GEN_AI_REQUEST_MODEL,
+    }[kind]
+    value = attributes.get(key)
+    if value is None:
+        return record.name.split(" ", 1)[-1]
+    return str(value)
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def is_invocation(record: SpanRecord) -> bool:
+    """adk-otel's invocation span: ADK's own ``invoke_workflow`` spans (kept with
+    ``keep_adk_spans``) share the operation name but are not runs of their own."""
+    if record.adk_kind == "invocation":
+        return True
+    return (
+        record.scope == sc.INSTRUMENTATION_SCOPE
+        and record.attributes.get(sc.GEN_AI_OPERATION_NAME) == sc.OP_INVOKE_WORKFLOW
+    )
+
+
+class OutOfOrder(Exception):
+    """A run's span came after its invocation span (``summarize(in_order=True)``)."""
+
+
+def summarize(
+    records: Iterable[SpanRecord],
+    group_by: Iterable[str] = (),
+    source: str = "",
+    *,
+    in_order: bool = False,
+) -> Summary:
+    """Fold a stream of span records into a :class:`Summary`.
+
+    ``in_order``: the input holds each run's spans before its invocation span
+    (the order every exporter writes them in, as a span ends after its
+    children), so a run is folded when its invocation span arrives and memory
+    holds only runs in flight. A span that breaks the order raises
+    :class:`OutOfOrder` (read again without ``in_order``), as does a span whose
+    invocation span never comes. Without it, any order is fine and every run's
+    few numbers are held until the end.
+    """
+    group_by = tuple(group_by)
+    summary = Summary(group_by=group_by, source=source)
+    runs: dict[tuple[str, str], _Run] = {}
+    folded: OrderedDict[int, None] = OrderedDict()
+    for record in records:
+        summary.spans += 1
+        invocation_id = record.attributes.get(sc.ADK_INVOCATION_ID)
+        if is_invocation(record):
+            key = (record.trace_id, str(invocation_id or record.span_id))
+            if hash(key) in folded:
+                raise OutOfOrder("an invocation span seen twice")
+            run = runs.setdefault(key, _Run())
+            app = record.attributes.get(sc.ADK_APP_NAME) or record.name.split(" ", 1)[-1]
+            run.group = (
+                ("adk.app.name", str(app)),
+                *((name, _attribute(record, name)) for name in group_by),
+            )
+            run.outcome = record.outcome or _status_outcome(record)
+            run.error = error_category(record)
+            run.latency_ms = record.duration_ms
+            if in_order:
+                _fold(summary.groups.setdefault(run.group, GroupSummary()), runs.pop(key))
+                folded[hash(key)] = None
+                if len(folded) > _RECENT:
+                    folded.popitem(last=False)
+            continue
+        kind = record.adk_kind
+        if kind not in LAYERS or invocation_id is None:
+            continue
+        key = (record.trace_id, str(invocation_id))
+        if hash(key) in folded:
+            raise OutOfOrder(f"a {kind} span after its invocation span")
+        run = runs.setdefault(key, _Run())
+        run.steps.append(
+            (
+                record.start_ns,
+                kind,
+                _name(record, kind),
+                record.outcome or _status_outcome(record),
+                error_category(record),
+                record.duration_ms,
+            )
+        )
+        if kind == "model":
+            run.input_tokens += _int(record.attributes.get(sc.GEN_AI_USAGE_INPUT_TOKENS))
+            run.output_tokens += _int(record.attributes.get(sc.GEN_AI_USAGE_OUTPUT_TOKENS))
+    for run in runs.values():
+        if run.group is None:
+            if in_order:
+                raise OutOfOrder("spans whose invocation span did not come first")
+            summary.unattached_spans += len(run.steps)
+            continue
+        _fold(summary.groups.setdefault(run.group, GroupSummary()), run)
+    return summary
+
+
+def _status_outcome(record: SpanRecord) -> str:
+    if not record.ended:
+        return "incomplete"
+    return "error" if record.status_code == "ERROR" else "ok"
+
+
+def _fold(group: GroupSummary, run: _Run) -> None:
+    group.runs += 1
+    group.outcomes[run.outcome or "ok"] += 1
+    if run.latency_ms is not None:
+        group.latency_ms.add(run.latency_ms)
+    categories = {run.error} if run.error else set()
+    path: list[str] = []
+    model_calls = tool_calls = 0
+    for _, kind, name, outcome, error, duration in sorted(run.steps, key=lambda s: s[0]):
+        stats = group.layer(kind, name)
+        stats.spans += 1
+        stats.outcomes[outcome or "ok"] += 1
+        if error:
+            stats.errors[error] += 1
+            categories.add(error)
+        if duration is not None:
+            stats.latency_ms.add(duration)
+        if kind == "model":
+            model_calls += 1
+            continue
+        tool_calls += kind == "tool"
+        step = f"{kind}:{name}"
+        if not path or path[-1] != step:
+            path.append(step)
+    group.error_runs.update(categories)
+    group.input_tokens.add(run.input_tokens)
+    group.output_tokens.add(run.output_tokens)
+    group.tokens.add(run.input_tokens + run.output_tokens)
+    group.model_calls.add(model_calls)
+    group.tool_calls.add(tool_calls)
+    group.add_path(tuple(path))

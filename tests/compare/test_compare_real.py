@@ -1,0 +1,228 @@
+"""``compare`` on real trace sets: real ADK runs on scripted models, exported by
+the SDK's OTLP exporter to the test receiver, written in the collector file
+exporter's layouts; and the two-process A2A demo's trace."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cli.collector_files import file_bytes
+from google.adk.agents import LlmAgent
+from google.adk.runners import InMemoryRunner
+from google.genai import types
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+from adk_otel import instrument
+from adk_otel.cli import main
+from adk_otel.testing import ScriptedModel, call, compare, reply
+from adk_otel.testing.receiver import OtlpReceiver
+from adk_otel.traces.files import iter_records
+from adk_otel.traces.runs import summarize
+
+RUNS = 8
+
+
+def lookup(sku: str) -> dict[str, Any]:
+    """Stock level for a SKU."""
+    return {"sku": sku, "stock": 3}
+
+
+def _broken() -> Any:
+    def lookup(sku: str) -> dict[str, Any]:
+        """Stock level for a SKU (a release that broke it)."""
+        raise TimeoutError("inventory service timed out")
+
+    return lookup
+
+
+def search(query: str) -> list[str]:
+    """Find SKUs."""
+    return ["A1"]
+
+
+def _script(variant: str) -> list[Any]:
+    if variant == "detour":  # the candidate searches first: another path, one call more
+        return [call("search", {"query": "A1"}), call("lookup", {"sku": "A1"}), reply("ok")]
+    return [call("lookup", {"sku": "A1"}), reply("in stock")]
+
+
+async def _run(runner: InMemoryRunner) -> None:
+    session = await runner.session_service.create_session(app_name="shop", user_id="u1")
+    message = types.Content(role="user", parts=[types.Part(text="is A1 in stock?")])
+    try:
+        async for _ in runner.run_async(user_id="u1", session_id=session.id, new_message=message):
+            pass
+    except TimeoutError:
+        pass  # the broken release's runs fail; their traces say so
+
+
+def export_runs(variant: str) -> list[Any]:
+    """RUNS real runs of app "shop", as the OTLP exporter sent them."""
+    tools = {"broken": [_broken()], "detour": [search, lookup]}.get(variant, [lookup])
+    with OtlpReceiver() as receiver:
+        provider = TracerProvider(resource=Resource.create({"service.name": "shop"}))
+        exporter = OTLPSpanExporter(endpoint=receiver.http_endpoint, timeout=5)
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        for _ in range(RUNS):
+            agent = LlmAgent(name="root", model=ScriptedModel(script=_script(variant)), tools=tools)
+            runner = instrument(
+                InMemoryRunner(agent=agent, app_name="shop"), tracer_provider=provider
+            )
+            asyncio.run(_run(runner))
+        provider.shutdown()
+        spans = RUNS * (5 if variant == "detour" else 4)
+        receiver.wait_for(spans if variant != "broken" else RUNS * 3)
+        return list(receiver.requests)
+
+
+@pytest.fixture(scope="module")
+def trace_sets(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Each variant's runs as a directory of collector files, each in another layout:
+    baseline a rotated json set, the others proto+zstd, json.gz and json+native-zstd."""
+    root = tmp_path_factory.mktemp("real")
+    layouts = {
+        "baseline": "json",
+        "again": "proto+zstd",
+        "broken": "json.gz",
+        "detour": "json+native-zstd",
+    }
+    out = {}
+    for name, layout in layouts.items():
+        requests = export_runs({"baseline": "ok", "again": "ok"}.get(name, name))
+        folder = root / name
+        folder.mkdir()
+        if name == "baseline":  # rotated: an older file and the current one
+            half = len(requests) // 2
+            (folder / "traces-2026-11-25T06-00-00.000.json").write_bytes(
+                file_bytes(layout, requests[:half])
+            )
+            (folder / "traces.json").write_bytes(file_bytes(layout, requests[half:]))
+        else:
+            (folder / f"traces.{layout}").write_bytes(file_bytes(layout, requests))
+        out[name] = folder
+    return out
+
+
+def test_real_exports_come_in_export_order_so_runs_fold_one_by_one(trace_sets) -> None:
+    # Each run's spans before its invocation span, in every layout: no second reading.
+    for folder in trace_sets.values():
+        assert summarize(iter_records([str(folder)]), in_order=True).runs == RUNS
+
+
+def test_two_sets_of_good_runs_compare_clean(trace_sets) -> None:
+    result = compare(trace_sets["baseline"], trace_sets["again"])
+    assert result.ok, result.report()
+    (group,) = result.comparison.groups
+    assert group.label == "shop" and group.baseline and group.baseline.runs == RUNS
+    assert [share.path for share in group.paths] == [("agent:root", "tool:lookup")]
+    assert {(row.kind, row.name) for row in group.layers} == {
+        ("agent", "root"),
+        ("model", "scripted-model"),
+        ("tool", "lookup"),
+    }
+    assert group.baseline.input_tokens and group.baseline.model_calls == 2
+
+
+def test_a_broken_tool_trips_the_errors_gate_only(trace_sets) -> None:
+    result = compare(trace_sets["baseline"], trace_sets["broken"])
+    assert result.tripped_gates == ["errors"], result.report()
+    report = result.report()
+    assert "runs hitting TimeoutError (new)" in report
+    new = [f for f in result.comparison.findings if f.new and f.gate == "errors"]
+    assert [f.subject for f in new] == ["runs hitting TimeoutError"]
+
+
+def test_a_detour_trips_path_calls_and_tokens_and_shows_where_it_diverges(trace_sets) -> None:
+    # The detour costs a model call more, and that call's tokens: three gates, rightly.
+    result = compare(trace_sets["baseline"], trace_sets["detour"])
+    assert result.tripped_gates == ["calls", "path", "tokens"], result.report()
+    (divergence,) = result.comparison.groups[0].divergences
+    assert (divergence.step, divergence.after) == (2, "agent:root")
+    assert (divergence.baseline_step, divergence.candidate_step) == (None, "tool:search")
+    assert "tools only in the candidate: search" in " ".join(result.comparison.warnings)
+
+
+def test_a_committed_summary_stands_for_its_traces(trace_sets, tmp_path, capsys) -> None:
+    summary = tmp_path / "baseline.summary.json"
+    assert main(["summarize", str(trace_sets["baseline"]), "-o", str(summary)]) == 0
+    assert (
+        main(
+            [
+                "compare",
+                str(summary),
+                str(trace_sets["broken"]),
+                "--fail-on",
+                "errors",
+                "--format",
+                "json",
+            ]
+        )
+        == 1
+    )
+    via = json.loads(capsys.readouterr().out.split("\n", 1)[1])
+    assert (
+        main(
+            [
+                "compare",
+                str(trace_sets["baseline"]),
+                str(trace_sets["broken"]),
+                "--fail-on",
+                "errors",
+                "--format",
+                "json",
+            ]
+        )
+        == 1
+    )
+    direct = json.loads(capsys.readouterr().out)
+    for document in (via, direct):
+        document["baseline"].pop("source")
+    assert via == direct
+
+
+def test_grouping_per_conversation_makes_each_run_its_own_case(trace_sets, capsys) -> None:
+    code = main(
+        [
+            "compare",
+            str(trace_sets["baseline"]),
+            str(trace_sets["baseline"]),
+            "--group-by",
+            "gen_ai.conversation.id",
+            "--fail-on",
+            "any",
+        ]
+    )
+    out = capsys.readouterr().out
+    assert code == 0
+    assert out.count("== shop, gen_ai.conversation.id=") == RUNS
+    assert "sample too small to call a change (1 baseline, 1 candidate runs" in out
+
+
+def test_the_two_process_a2a_demo_trace(tmp_path, capsys) -> None:
+    out = tmp_path / "trace.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "ADK_OTEL_"))}
+    done = subprocess.run(
+        [sys.executable, "-m", "adk_otel.cli", "demo", "--remote", "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert main(["compare", str(out), str(out), "--fail-on", "any"]) == 0
+    report = capsys.readouterr().out
+    # One trace, two runs: the caller's and the remote service's, each its own app.
+    assert "== payments-service (1 baseline vs 1 candidate runs)" in report
+    assert "== shop (1 baseline vs 1 candidate runs)" in report
+    assert "sample too small to call a change" in report
+    assert "runs hitting " in report  # the demo's card payment fails on purpose
