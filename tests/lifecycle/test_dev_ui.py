@@ -4,6 +4,7 @@ arrives; every lifecycle claim still holds, whatever path ends the run."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from importlib.metadata import version
 
@@ -15,7 +16,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 import adk_otel
 from adk_otel import pipeline
-from adk_otel.devui import EVENT_ID, INVOCATION_ID
+from adk_otel.devui import EVENT_ID, INVOCATION_ID, LLM_REQUEST, LLM_RESPONSE
 from adk_otel.testing.model import call, calls, fail, reply, stream
 
 from .agents import RaisingPlugin, ToolFailed, clerk
@@ -145,3 +146,32 @@ async def test_without_the_dev_server_nothing_of_its_own_is_written(recorder, ca
     assert_clean(recorder, caplog.records)
     assert not [s for s in recorder.spans if EVENT_ID in s.attributes]
     assert not [s for s in recorder.spans if INVOCATION_ID in s.attributes]
+
+
+async def test_request_and_response_for_older_servers_only_with_content_on(
+    recorder, caplog, dev_trace
+):
+    """ADK 2.5's dev UI reads a call's request and response from span
+    attributes: written under the dev server when content capture on spans is
+    on, never otherwise."""
+    from google.adk.runners import InMemoryRunner
+
+    provider, _ = dev_trace
+    agent = clerk(call("lookup", {"sku": "A1"}), reply("3 left"))
+    await drive(runner(agent, provider))
+    assert not [s for s in recorder.spans if LLM_REQUEST in s.attributes]
+
+    recorder.ended.clear()
+    runner_with_content = adk_otel.instrument(
+        InMemoryRunner(agent=clerk(call("lookup", {"sku": "A1"}), reply("3 left")), app_name=APP),
+        tracer_provider=provider,
+        capture_content=True,
+    )
+    await drive(runner_with_content, "hi there")
+    assert_clean(recorder, caplog.records)
+    first, second = recorder.named("generate_content scripted-model")
+    request = json.loads(first.attributes[LLM_REQUEST])
+    assert request["model"] == "scripted-model"
+    assert request["contents"][0]["parts"][0]["text"] == "hi there"
+    assert json.loads(first.attributes[LLM_RESPONSE])["content"]["parts"][0]["function_call"]
+    assert json.loads(second.attributes[LLM_RESPONSE])["content"]["parts"][0]["text"] == "3 left"
