@@ -240,6 +240,8 @@ class AdkOtelPlugin(BasePlugin):
     def _look_for_dev_ui(self) -> None:
         provider = self._settings.tracer_provider or trace.get_tracer_provider()
         if not devui.served(provider):
+            if self._devui is not None:
+                self._devui.release_under(None)  # no dev UI any more: end what waits
             self._devui = None
         elif self._devui is None:
             self._devui = devui.DevUi()
