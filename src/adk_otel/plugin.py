@@ -608,17 +608,34 @@ class AdkOtelPlugin(BasePlugin):
                 sc.GEN_AI_INFERENCE_DETAILS_EVENT,
             )
         error_code = getattr(llm_response, "error_code", None)
+        if (dev_ui := self._devui) is not None:
+            self._hold_model(dev_ui, entry, callback_context, llm_response, error_code, response)
+            return
+        if error_code:
+            ledger.end_entry(entry, Outcome.ERROR, None, str(error_code), extra=response)
+        else:
+            ledger.end_entry(entry, Outcome.OK, extra=response)
+
+    def _hold_model(
+        self,
+        dev_ui: devui.DevUi,
+        entry: Entry,
+        callback_context: Any,
+        llm_response: Any,
+        error_code: Any,
+        response: Mapping[str, AttributeValue] | None,
+    ) -> None:
+        """Under the dev server: the span leaves the context now and ends, with
+        this outcome, when its event brings the id the dev UI joins on."""
+        ledger = self._ledger
         if error_code:
             end = functools.partial(
                 ledger.end_entry, entry, Outcome.ERROR, None, str(error_code), extra=response
             )
         else:
             end = functools.partial(ledger.end_entry, entry, Outcome.OK, extra=response)
-        if self._devui is None:
-            end()
-            return
-        ledger.detach(entry)  # ended when its event arrives, with the event's id
-        self._devui.hold_model(
+        ledger.detach(entry)
+        dev_ui.hold_model(
             entry,
             callback_context.invocation_id,
             callback_context.agent_name,
@@ -665,28 +682,34 @@ class AdkOtelPlugin(BasePlugin):
         if self._content is not None and (entry := self._ledger.get(key)) is not None:
             self._capture(entry, sc.GEN_AI_TOOL_CALL_RESULT, _same, result)
         failure = attrs.mcp_tool_error(tool, result)
-        if self._devui is not None and (entry := self._ledger.get(key)) is not None:
-            self._ledger.detach(entry)  # ended when the event with its response arrives
-            end = (
-                functools.partial(
-                    self._ledger.end_entry,
-                    entry,
-                    Outcome.ERROR,
-                    None,
-                    sc.MCP_TOOL_ERROR,
-                    failure,
-                )
-                if failure is not None
-                else functools.partial(self._ledger.end_entry, entry, Outcome.OK)
-            )
-            self._devui.hold_tool(
-                entry, tool_context.invocation_id, tool_context.function_call_id, end
-            )
-        elif failure is not None:
+        if (dev_ui := self._devui) is not None and self._hold_tool(
+            dev_ui, key, tool_context, failure
+        ):
+            return
+        if failure is not None:
             # An MCP tool that answered with isError: a failed call, not an exception.
             self._ledger.end(key, Outcome.ERROR, None, sc.MCP_TOOL_ERROR, failure)
         else:
             self._ledger.end(key, Outcome.OK)
+
+    def _hold_tool(
+        self, dev_ui: devui.DevUi, key: tuple[str, str, str], tool_context: Any, failure: str | None
+    ) -> bool:
+        """Under the dev server: as :meth:`_hold_model`, until the event with
+        the tool's response arrives. False when the span is not open."""
+        entry = self._ledger.get(key)
+        if entry is None:
+            return False
+        ledger = self._ledger
+        if failure is not None:
+            end = functools.partial(
+                ledger.end_entry, entry, Outcome.ERROR, None, sc.MCP_TOOL_ERROR, failure
+            )
+        else:
+            end = functools.partial(ledger.end_entry, entry, Outcome.OK)
+        ledger.detach(entry)
+        dev_ui.hold_tool(entry, tool_context.invocation_id, tool_context.function_call_id, end)
+        return True
 
     @_never_raises
     def on_tool_error_callback(
