@@ -189,6 +189,10 @@ class Ledger:
         entry._token = otel_context.attach(ctx)
         entry._attached = ctx
 
+    def detach(self, entry: Entry) -> None:
+        """Stop ``entry`` being the current span, leaving it open."""
+        self._detach(entry)
+
     def end(
         self,
         key: object,

@@ -12,9 +12,9 @@ ADK also emits its own spans (scope ``gcp.vertex.agent``). By default they are
 switched off on the provider adk-otel uses, through the SDK's tracer
 configurator: ADK then gets non-recording spans that carry the parent context
 through, so the tree stays connected with one layer per operation. They are
-kept when asked (``keep_adk_spans=True`` or ``ADK_OTEL_KEEP_ADK_SPANS=true``)
-and, by default, under ADK's web/API server, whose trace panel is built from
-them. The A2A SDK's internal spans (scope ``a2a-python-sdk``, dozens per
+kept only when asked (``keep_adk_spans=True`` or ``ADK_OTEL_KEEP_ADK_SPANS=true``),
+under ADK's web/API server too: its dev UI is drawn from adk-otel's spans
+there (``devui.py``). The A2A SDK's internal spans (scope ``a2a-python-sdk``, dozens per
 remote call) are switched off the same way unless ``ADK_OTEL_KEEP_A2A_SPANS=true``.
 Bad configuration is reported with a warning naming the variable; it
 never stops the agent (``otel_env.py``). The batch processor is described in
@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -47,7 +46,6 @@ logger: logging.Logger = guarded(logging.getLogger(__name__))
 
 KEEP_ADK_SPANS_ENV = "ADK_OTEL_KEEP_ADK_SPANS"
 KEEP_A2A_SPANS_ENV = "ADK_OTEL_KEEP_A2A_SPANS"
-_ADK_SERVER_MODULE = "google.adk.cli.api_server"
 _SUPPRESSING = "_adk_otel_suppresses_adk_scope"
 _build_lock = threading.Lock()
 _built: dict[str, Any] = {}
@@ -84,14 +82,11 @@ def resolve_tracer(settings: TelemetrySettings) -> trace.Tracer:
 
 
 def keep_adk_spans(explicit: bool | None) -> bool:
-    """The argument, else ``ADK_OTEL_KEEP_ADK_SPANS`` (true or false), else kept
-    only under ADK's web/API server, whose trace panel is built from them."""
+    """The argument, else ``ADK_OTEL_KEEP_ADK_SPANS`` (true or false), else
+    off: one span per operation on every path, ``adk web`` included."""
     if explicit is not None:
         return explicit
-    from_env = env.flag(KEEP_ADK_SPANS_ENV, logger.warning)
-    if from_env is not None:
-        return from_env
-    return _ADK_SERVER_MODULE in sys.modules
+    return env.flag(KEEP_ADK_SPANS_ENV, logger.warning) is True
 
 
 def global_tracer_provider() -> trace.TracerProvider:

@@ -30,7 +30,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.util.types import AttributeValue
 
-from . import a2a, coexistence, details, sanitize, stability
+from . import a2a, coexistence, details, devui, sanitize, stability
 from . import attributes as attrs
 from . import semconv as sc
 from .aborts import abort_reason
@@ -160,6 +160,8 @@ class AdkOtelPlugin(BasePlugin):
         """App name -> its root ``Workflow``'s name, for apps ``instrument()``
         saw with one (ADK 2.5 through 2.13 give a Workflow run no agent to read)."""
         self._ledger_instance: TelemetryLedger | None = None
+        self._devui: devui.DevUi | None = None
+        """Set when ADK's dev server reads this plugin's spans (see devui.py)."""
         if tracer_provider is not None or not isinstance(
             trace.get_tracer_provider(), trace.ProxyTracerProvider
         ):
@@ -221,6 +223,7 @@ class AdkOtelPlugin(BasePlugin):
             resolve_tracer(self._settings),
             resolve_instruments(self._settings.meter_provider, latest=self._latest),
         )
+        self._look_for_dev_ui()
         if ledger.details is not None:
             ledger.details.flush()
         ledger.details = self._details_log()
@@ -242,8 +245,18 @@ class AdkOtelPlugin(BasePlugin):
                 resolve_instruments(self._settings.meter_provider, latest=self._latest),
             )
             ledger.details = self._details_log()
+            self._look_for_dev_ui()
             _end_at_exit(self)
         return ledger
+
+    def _look_for_dev_ui(self) -> None:
+        provider = self._settings.tracer_provider or trace.get_tracer_provider()
+        if not devui.served(provider):
+            if self._devui is not None:
+                self._devui.release_under(None)  # no dev UI any more: end what waits
+            self._devui = None
+        elif self._devui is None:
+            self._devui = devui.DevUi()
 
     def _details_log(self) -> DetailsLog | None:
         """Where model calls' details events go as log records; None when
@@ -353,6 +366,8 @@ class AdkOtelPlugin(BasePlugin):
     def _close_run(
         self, run: _Run, outcome: Outcome, reason: str | None, error: BaseException | None
     ) -> None:
+        if self._devui is not None:
+            self._devui.release_under(run.entry)
         if not run.entry.ended:
             self._ledger.end_entry(run.entry, outcome, error, reason)
         self._forget(run)
@@ -470,6 +485,8 @@ class AdkOtelPlugin(BasePlugin):
         entry, run = self._agent_entry(agent, callback_context)
         if entry is None:
             return
+        if self._devui is not None:
+            self._devui.release_under(entry)
         if not self._ledger.will_record(entry):
             # Sampled out, nothing under it recorded, no metrics: no outcome to work out.
             self._ledger.end_entry(entry, Outcome.OK)
@@ -512,6 +529,8 @@ class AdkOtelPlugin(BasePlugin):
     ) -> None:
         entry, _ = self._agent_entry(agent, callback_context)
         if entry is not None:
+            if self._devui is not None:
+                self._devui.release_under(entry)
             self._end_failed(entry, error, callback_context.invocation_id)
 
     def _agent_entry(self, agent: Any, callback_context: Any) -> tuple[Entry | None, _Run | None]:
@@ -554,6 +573,10 @@ class AdkOtelPlugin(BasePlugin):
             anchor=actions,
         )
         ledger.attach(entry)
+        if self._devui is not None:
+            self._devui.model_request(
+                entry, callback_context.invocation_id, llm_request, self._content
+            )
         if self._content is not None:
             event = sc.GEN_AI_INFERENCE_DETAILS_EVENT
             self._capture(
@@ -597,10 +620,41 @@ class AdkOtelPlugin(BasePlugin):
                 sc.GEN_AI_INFERENCE_DETAILS_EVENT,
             )
         error_code = getattr(llm_response, "error_code", None)
+        if (dev_ui := self._devui) is not None:
+            self._hold_model(dev_ui, entry, callback_context, llm_response, error_code, response)
+            return
         if error_code:
             ledger.end_entry(entry, Outcome.ERROR, None, str(error_code), extra=response)
         else:
             ledger.end_entry(entry, Outcome.OK, extra=response)
+
+    def _hold_model(
+        self,
+        dev_ui: devui.DevUi,
+        entry: Entry,
+        callback_context: Any,
+        llm_response: Any,
+        error_code: Any,
+        response: Mapping[str, AttributeValue] | None,
+    ) -> None:
+        """Under the dev server: the span leaves the context now and ends, with
+        this outcome, when its event brings the id the dev UI joins on."""
+        ledger = self._ledger
+        if error_code:
+            end = functools.partial(
+                ledger.end_entry, entry, Outcome.ERROR, None, str(error_code), extra=response
+            )
+        else:
+            end = functools.partial(ledger.end_entry, entry, Outcome.OK, extra=response)
+        ledger.detach(entry)
+        dev_ui.hold_model(
+            entry,
+            callback_context.invocation_id,
+            callback_context.agent_name,
+            llm_response,
+            self._content,
+            end,
+        )
 
     @_never_raises
     def on_model_error_callback(
@@ -640,11 +694,34 @@ class AdkOtelPlugin(BasePlugin):
         if self._content is not None and (entry := self._ledger.get(key)) is not None:
             self._capture(entry, sc.GEN_AI_TOOL_CALL_RESULT, _same, result)
         failure = attrs.mcp_tool_error(tool, result)
+        if (dev_ui := self._devui) is not None and self._hold_tool(
+            dev_ui, key, tool_context, failure
+        ):
+            return
         if failure is not None:
             # An MCP tool that answered with isError: a failed call, not an exception.
             self._ledger.end(key, Outcome.ERROR, None, sc.MCP_TOOL_ERROR, failure)
         else:
             self._ledger.end(key, Outcome.OK)
+
+    def _hold_tool(
+        self, dev_ui: devui.DevUi, key: tuple[str, str, str], tool_context: Any, failure: str | None
+    ) -> bool:
+        """Under the dev server: as :meth:`_hold_model`, until the event with
+        the tool's response arrives. False when the span is not open."""
+        entry = self._ledger.get(key)
+        if entry is None:
+            return False
+        ledger = self._ledger
+        if failure is not None:
+            end = functools.partial(
+                ledger.end_entry, entry, Outcome.ERROR, None, sc.MCP_TOOL_ERROR, failure
+            )
+        else:
+            end = functools.partial(ledger.end_entry, entry, Outcome.OK)
+        ledger.detach(entry)
+        dev_ui.hold_tool(entry, tool_context.invocation_id, tool_context.function_call_id, end)
+        return True
 
     @_never_raises
     def on_tool_error_callback(
@@ -659,10 +736,17 @@ class AdkOtelPlugin(BasePlugin):
     # -- content capture (off by default; see content.py) ---------------
 
     async def on_event_callback(self, *, invocation_context: Any, event: Any) -> None:
-        # Called for every event: with capture off, do nothing at all.
+        # Called for every event: with capture off and no dev UI, do nothing at all.
+        if self._devui is not None:
+            await self._dev_ui_event(event=event)
         if self._content is not None:
             await self._capture_final_response(invocation_context=invocation_context, event=event)
         return None
+
+    @_never_raises
+    def _dev_ui_event(self, *, event: Any) -> None:
+        if self._devui is not None:
+            self._devui.on_event(event)
 
     @_never_raises
     def _capture_final_response(self, *, invocation_context: Any, event: Any) -> None:
@@ -714,6 +798,8 @@ class AdkOtelPlugin(BasePlugin):
         ``reason``): the plugin is closing or being removed, or the process is
         exiting, so no hook will end them. Never raises."""
         try:
+            if self._devui is not None:
+                self._devui.release_under(None)
             if self._ledger_instance is not None:
                 self._ledger_instance.end_all(Outcome.INCOMPLETE, reason)
                 if self._ledger_instance.details is not None:

@@ -1,0 +1,137 @@
+"""Every way ADK serves an app, as real processes exporting over OTLP: ``adk
+web``, ``adk api_server`` and a user's ``main.py`` with ``get_fast_api_app``
+under uvicorn. One span per layer, none of ADK's own, and ADK's dev UI
+endpoints answering from adk-otel's spans."""
+
+from __future__ import annotations
+
+import importlib.metadata
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from adk_otel.devui import EVENT_ID, INVOCATION_ID
+from adk_otel.semconv import ADK_SCOPE, INSTRUMENTATION_SCOPE
+from adk_otel.testing.receiver import OtlpReceiver
+from adk_otel.traces.model import SpanRecord, as_records
+
+from .servers import KINDS, Server, serving
+
+ONE_PER_LAYER = {
+    "invocation shop": 1,
+    "invoke_agent clerk": 1,
+    "generate_content scripted-model": 2,
+    "execute_tool lookup": 1,
+}
+ADK_VERSION = tuple(int(p) for p in importlib.metadata.version("google-adk").split(".")[:2])
+
+
+@pytest.fixture(scope="module")
+def receiver() -> Iterator[OtlpReceiver]:
+    with OtlpReceiver() as rx:
+        yield rx
+
+
+@pytest.fixture(scope="module", params=KINDS)
+def server(request, receiver, tmp_path_factory) -> Iterator[tuple[str, Server]]:
+    root = tmp_path_factory.mktemp(request.param)
+    with serving(request.param, root, receiver) as served:
+        yield request.param, served
+    assert "Failed to detach context" not in "".join(served.log)
+
+
+def spans_of(receiver: OtlpReceiver, session_id: str) -> list[SpanRecord]:
+    """Every span of the run in ``session_id`` (its trace), once all arrived."""
+
+    def run_spans() -> list[SpanRecord]:
+        records = as_records(receiver.requests)
+        traces = {
+            r.trace_id
+            for r in records
+            if r.name == "invocation shop"
+            and r.attributes.get("gen_ai.conversation.id") == session_id
+        }
+        return [r for r in records if r.trace_id in traces]
+
+    def complete(_: object) -> bool:
+        names = Counter(r.name for r in run_spans() if r.scope == INSTRUMENTATION_SCOPE)
+        return names == Counter(ONE_PER_LAYER)
+
+    receiver.wait_for(complete, timeout=60)
+    return run_spans()
+
+
+def test_one_span_per_layer_and_none_of_adks(server, receiver) -> None:
+    kind, served = server
+    with httpx.Client(timeout=60) as client:
+        session_id, events = served.run(client)
+    assert events[-1]["content"]["parts"][0]["text"] == "ok"
+    spans = spans_of(receiver, session_id)
+
+    ours = [s for s in spans if s.scope == INSTRUMENTATION_SCOPE]
+    assert Counter(s.name for s in ours) == Counter(ONE_PER_LAYER), kind
+    assert {s.attributes["adk.outcome"] for s in ours} == {"ok"}
+    assert {s.status_code for s in ours} == {"OK"}
+    assert not [s for s in spans if s.scope == ADK_SCOPE], kind
+    by_id = {s.span_id: s for s in ours}
+    for span in ours:
+        if span.name != "invocation shop":
+            assert by_id[span.parent_id].name == (
+                "invocation shop" if span.name == "invoke_agent clerk" else "invoke_agent clerk"
+            )
+
+
+def test_the_dev_ui_reads_the_run_from_our_spans(tmp_path: Path, receiver) -> None:
+    """``adk web``: the session's trace holds adk-otel's spans, each model and
+    tool span joined to its event, as the bundled UI requires."""
+    with serving("web", tmp_path, receiver) as served, httpx.Client(timeout=60) as client:
+        session_id, events = served.run(client)
+        session = client.get(f"{served.url}/dev/apps/shop/debug/trace/session/{session_id}")
+        per_event = {
+            e["id"]: client.get(f"{served.url}/dev/apps/shop/debug/trace/{e['id']}") for e in events
+        }
+    assert session.status_code == 200
+    spans = [s for s in session.json() if s["name"] in ONE_PER_LAYER]
+    assert Counter(s["name"] for s in spans) == Counter(ONE_PER_LAYER)
+    assert not [s for s in session.json() if s["name"].startswith("invoke_workflow")]
+
+    model_events = [e["id"] for e in events if "functionResponse" not in e["content"]["parts"][0]]
+    tool_events = [e["id"] for e in events if "functionResponse" in e["content"]["parts"][0]]
+    assert len(model_events) == 2 and len(tool_events) == 1
+    invocation_id = events[0]["invocationId"]
+    models = [s for s in spans if s["name"].startswith("generate_content")]
+    # What the UI's schema requires of each kind of span.
+    assert [s["attributes"][EVENT_ID] for s in models] == model_events
+    assert {s["attributes"][INVOCATION_ID] for s in models} == {invocation_id}
+    (tool,) = [s for s in spans if s["name"] == "execute_tool lookup"]
+    assert tool["attributes"][EVENT_ID] == tool_events[0]
+    (agent,) = [s for s in spans if s["name"] == "invoke_agent clerk"]
+    assert agent["attributes"]["gen_ai.conversation.id"] == session_id
+
+    # The per-event trace: ADK 2.5's server keys it on tool spans (and on its
+    # own `call_llm` spans, which nothing else makes), 2.13's on model spans too.
+    keyed = tool_events + (model_events if ADK_VERSION >= (2, 13) else [])
+    for event_id in keyed:
+        assert per_event[event_id].status_code == 200, event_id
+        assert per_event[event_id].json()[EVENT_ID] == event_id
+    if ADK_VERSION >= (2, 13):
+        # Requests and responses: ADK's own inference records, on our model spans.
+        for span in models:
+            (details,) = span["logs"]
+            assert details["attributes"]["gen_ai.input.messages"]
+            assert details["attributes"]["gen_ai.output.messages"]
+
+
+def test_keep_adk_spans_keeps_them_under_the_server(tmp_path: Path, receiver) -> None:
+    with (
+        serving("api_server", tmp_path, receiver, ADK_OTEL_KEEP_ADK_SPANS="true") as served,
+        httpx.Client(timeout=60) as client,
+    ):
+        session_id, _ = served.run(client)
+        spans_of(receiver, session_id)
+        receiver.wait_for(
+            lambda _: any(r.scope == ADK_SCOPE for r in as_records(receiver.requests)), timeout=60
+        )
