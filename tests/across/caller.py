@@ -79,7 +79,8 @@ async def main(
     factory = ClientFactory(ClientConfig(streaming=streaming, httpx_client=client))
     payments = RemoteA2aAgent(
         name="payments",
-        agent_card=url + AGENT_CARD_WELL_KNOWN_PATH,
+        # A service URL, or the path of an agent card file.
+        agent_card=url + AGENT_CARD_WELL_KNOWN_PATH if "://" in url else url,
         a2a_client_factory=factory,
         a2a_request_meta_provider=(
             meta_provider(metadata, keep_trace) if metadata is not None else None
@@ -88,13 +89,15 @@ async def main(
     checkout = SequentialAgent(name="checkout", sub_agents=[payments])
     runner = adk_otel.instrument(InMemoryRunner(agent=checkout, app_name="shop"))
     session = await runner.session_service.create_session(app_name="shop", user_id="u")
-    report: dict[str, object] = {"error": None, "texts": []}
+    report: dict[str, object] = {"error": None, "texts": [], "error_messages": []}
     try:
         async for event in runner.run_async(
             user_id="u", session_id=session.id, new_message=types.UserContent(message)
         ):
             texts = [p.text for p in (event.content.parts if event.content else []) if p.text]
             report["texts"].extend(texts)  # type: ignore[union-attr]
+            if event.error_message:
+                report["error_messages"].append(event.error_message)  # type: ignore[union-attr]
     except Exception as exc:
         report["error"] = f"{type(exc).__name__}: {exc}"
     after_run(runner, report)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import httpx
 import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -24,7 +25,7 @@ from cryptography.x509.oid import NameOID
 
 from adk_otel.demo_remote import start_listening, stop
 
-from .conftest import HERE, otlp_env, run_caller
+from .conftest import HERE, otlp_env, run_caller, run_process
 from .test_a2a import assert_chain, assert_one_clean_trace
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "across-services.md"
@@ -101,26 +102,38 @@ def is_loopback_name(host: str) -> bool:
         return False
 
 
+def serve(receiver, tmp_path_factory, *args: str) -> Iterator[int]:
+    """Run tls_server.py ARGS; yields its port."""
+    log_path = tmp_path_factory.mktemp("service") / "stderr.log"
+    with log_path.open("w") as log:
+        process, port = start_listening(
+            [str(HERE / "tls_server.py"), *args], otlp_env(receiver, "payments-service"), log
+        )
+    yield port
+    assert stop(process) in (0, -15)
+    assert "Failed to detach context" not in log_path.read_text()
+
+
 @pytest.fixture(scope="module")
 def served(receiver, tmp_path_factory) -> Iterator[tuple[Documented, Certificates, int]]:
     doc = documented()
     certs = make_certificates(tmp_path_factory.mktemp("tls"), doc.host)
-    log_path = tmp_path_factory.mktemp("tls-service") / "stderr.log"
-    with log_path.open("w") as log:
-        process, port = start_listening(
-            [
-                str(HERE / "tls_server.py"),
-                doc.host,
-                doc.protocol,
-                str(certs.cert),
-                str(certs.key),
-            ],
-            otlp_env(receiver, "payments-service"),
-            log,
-        )
-    yield doc, certs, port
-    assert stop(process) in (0, -15)
-    assert "Failed to detach context" not in log_path.read_text()
+    args = (doc.host, doc.protocol, str(certs.cert), str(certs.key))
+    for port in serve(receiver, tmp_path_factory, *args):
+        yield doc, certs, port
+
+
+@pytest.fixture(scope="module")
+def served_plain(receiver, tmp_path_factory) -> Iterator[int]:
+    """The same agent advertising plain ``http://payments:port``."""
+    yield from serve(receiver, tmp_path_factory, "payments", "http")
+
+
+def adk_release() -> tuple[int, int]:
+    from google.adk import version
+
+    major, minor = version.__version__.split(".")[:2]
+    return int(major), int(minor)
 
 
 def test_the_documented_urls_name_one_public_origin() -> None:
@@ -147,3 +160,33 @@ def test_a_call_between_hosts_as_documented_is_one_trace(receiver, served) -> No
     assert_one_clean_trace(call)
     assert_chain(call, "execute_tool charge_card")
     assert all(s.status_code == "OK" for s in call.spans)
+
+
+def test_plain_http_to_another_host_is_refused_from_adk_2_13(receiver, served_plain) -> None:
+    """Why the page says https: google-adk 2.13 refuses a plain-http card URL
+    on a host that is not loopback (2.5 does not check)."""
+    call = run_process(
+        receiver,
+        ["caller.py", f"http://payments:{served_plain}", "charge 19.90", "--resolve", "payments"],
+        served="invocation shop",
+    )
+    if adk_release() >= (2, 13):
+        assert "must use https" in str(call.report["error_messages"]), call.report
+        assert not any(s.name == "invocation payments-service" for s in call.spans)
+    else:
+        assert call.report["error"] is None and not call.report["error_messages"], call.report
+
+
+def test_plain_http_between_hosts_with_the_card_given_as_a_file(
+    receiver, served_plain, tmp_path
+) -> None:
+    """The page's way to keep plain http inside a private network: a card the
+    caller is given (a file here) is not one ADK fetched, so it is not checked."""
+    card = httpx.get(f"http://127.0.0.1:{served_plain}/.well-known/agent-card.json", timeout=60)
+    assert f'"http://payments:{served_plain}' in card.text, card.text
+    path = tmp_path / "payments-card.json"
+    path.write_text(card.text, encoding="utf-8")
+    call = run_caller(receiver, str(path), "charge 19.90 EUR", "--resolve", "payments")
+    assert call.report["error"] is None, call.report["error"]
+    assert_one_clean_trace(call)
+    assert_chain(call, "execute_tool charge_card")

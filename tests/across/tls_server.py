@@ -1,8 +1,9 @@
 """The payments agent served as docs/across-services.md serves it between two
 hosts: ``to_a2a`` advertising the public URL (``PROTOCOL://HOST:port``, not
-the address it binds), uvicorn with a TLS certificate for HOST.
+the address it binds), uvicorn with a TLS certificate for HOST (plain http
+without CERT and KEY).
 
-``python tls_server.py HOST PROTOCOL CERT KEY`` listens on a free loopback
+``python tls_server.py HOST PROTOCOL [CERT KEY]`` listens on a free loopback
 port, prints ``PORT n`` and serves until terminated; spans go over OTLP as
 the ``OTEL_*`` variables say.
 """
@@ -23,7 +24,7 @@ import adk_otel  # noqa: E402
 from adk_otel.demo_remote import SERVICE_APP, loopback_socket, payments_agent  # noqa: E402
 
 
-def main(host: str, protocol: str, cert: str, key: str) -> None:
+def main(host: str, protocol: str, cert: str | None = None, key: str | None = None) -> None:
     sock = loopback_socket()
     port = sock.getsockname()[1]
     agent = payments_agent()
