@@ -11,13 +11,15 @@ import logging
 
 import pytest
 from google.adk.agents import LlmAgent, SequentialAgent
+from google.genai import types
 
+import adk_otel
 from adk_otel import semconv as sc
 from adk_otel.content import CAPTURE_ENV
 from adk_otel.testing.model import ScriptedModel, call, reply
 from adk_otel.user_id import ENV
 
-from .harness import USER, Recorded, run
+from .harness import APP, USER, Recorded, run
 
 HASHED = hashlib.sha256(USER.encode()).hexdigest()
 
@@ -144,3 +146,20 @@ async def test_agent_spans_carry_no_messages_with_capture_off() -> None:
     keys = {sc.GEN_AI_INPUT_MESSAGES, sc.GEN_AI_OUTPUT_MESSAGES}
     assert not keys & set(rec.one("invoke_agent clerk").attributes)
     assert not rec.one("invoke_agent clerk").events
+
+
+async def test_instrument_again_changes_the_user_id_mode() -> None:
+    rec = await run(clerk(), "one")
+    assert user_fields(rec) == [{sc.USER_ID: USER, sc.ADK_USER_ID: USER}]
+    runner = rec.runner
+    assert runner is not None
+    adk_otel.instrument(runner, user_id="hash")  # the same plugin, reconfigured
+    session = await runner.session_service.create_session(app_name=APP, user_id=USER)
+    async for _ in runner.run_async(
+        user_id=USER, session_id=session.id, new_message=types.UserContent("two")
+    ):
+        pass
+    assert user_fields(rec) == [
+        {sc.USER_ID: USER, sc.ADK_USER_ID: USER},
+        {sc.USER_ID: HASHED, sc.ADK_USER_ID: HASHED},
+    ]
