@@ -9,7 +9,11 @@ API, and checks:
 
 * every layer has the kind users expect: invocation CHAIN, agent AGENT,
   model call LLM, tool TOOL (never UNKNOWN, never an extra LLM);
-* the project's token total equals the sum over the model calls' usage.
+* the project's token total equals the sum over the model calls' usage;
+* Phoenix knows the run's user (``user.id``): its trace and session show
+  the demo's user id;
+* with content capture on, every agent span carries its input messages, which
+  Phoenix turns into its LLM message view (``llm.input_messages``).
 
 It prints one table per project and exits 1 if a check fails.
 
@@ -43,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 EXPECTED = {"invocation": "CHAIN", "agent": "AGENT", "model": "LLM", "tool": "TOOL"}
+DEMO_USER = "demo"  # the user_id adk-otel demo runs with
 CAPTURE = {"content-off": "NO_CONTENT", "content-on": "SPAN_ONLY"}
 STARTUP_SECONDS = 120.0
 INGEST_SECONDS = 60.0
@@ -130,6 +135,20 @@ def project_token_total(base: str, project: str) -> float:
     return float(next(e["node"]["tokenCountTotal"] for e in edges if e["node"]["name"] == project))
 
 
+def project_users(base: str, project: str) -> tuple[set[Any], set[Any]]:
+    """The user ids Phoenix shows for the project's sessions and traces."""
+    query = (
+        "{ projects { edges { node { name"
+        " sessions(first: 100) { edges { node { userId } } }"
+        " spans(first: 1000) { edges { node { trace { userId } } } } } } } }"
+    )
+    edges = http(base + "/graphql", {"query": query})["data"]["projects"]["edges"]
+    node = next(e["node"] for e in edges if e["node"]["name"] == project)
+    sessions = {e["node"]["userId"] for e in node["sessions"]["edges"]}
+    traces = {e["node"]["trace"]["userId"] for e in node["spans"]["edges"]}
+    return sessions, traces
+
+
 def wait_for_spans(base: str, project: str) -> list[dict[str, Any]]:
     """The project's spans once their count stops growing (ingestion is async)."""
     deadline, seen = time.monotonic() + INGEST_SECONDS, -1
@@ -158,7 +177,7 @@ def attribute(span: dict[str, Any], dotted: str) -> Any:
     return node
 
 
-def check(base: str, project: str) -> list[str]:
+def check(base: str, project: str, content: bool) -> list[str]:
     spans = wait_for_spans(base, project)
     failures: list[str] = []
     rows = []
@@ -174,7 +193,12 @@ def check(base: str, project: str) -> list[str]:
             model_tokens += usage
         total = attribute(span, "llm.token_count.total")
         captured = attribute(span, "gen_ai.input.messages") is not None
-        rows.append((span["name"], layer, span["span_kind"], total, captured))
+        viewed = attribute(span, "llm.input_messages.0.message.role") is not None
+        rows.append((span["name"], layer, span["span_kind"], total, captured and viewed))
+        if content and layer in ("invocation", "agent", "model") and not (captured and viewed):
+            failures.append(f"{project}: {span['name']} shows no input messages")
+        if layer == "invocation" and attribute(span, "user.id") != DEMO_USER:
+            failures.append(f"{project}: {span['name']} has no user.id {DEMO_USER!r}")
         if span["span_kind"] != EXPECTED[layer]:
             failures.append(
                 f"{project}: {span['name']} is {span['span_kind']}, not {EXPECTED[layer]}"
@@ -182,6 +206,9 @@ def check(base: str, project: str) -> list[str]:
     phoenix_total = project_token_total(base, project)
     if phoenix_total != model_tokens:
         failures.append(f"{project}: Phoenix total {phoenix_total} != model calls {model_tokens}")
+    session_users, trace_users = project_users(base, project)
+    if session_users != {DEMO_USER} or trace_users != {DEMO_USER}:
+        failures.append(f"{project}: Phoenix users: sessions {session_users}, traces {trace_users}")
     print(f"\n### Phoenix project `{project}`\n")
     print("| span | adk.span.kind | Phoenix span kind | llm.token_count.total | input messages |")
     print("|---|---|---|---|---|")
@@ -191,7 +218,8 @@ def check(base: str, project: str) -> list[str]:
     kinds = Counter(row[2] for row in rows)
     print(
         f"\nkinds: {dict(sorted(kinds.items()))}; Phoenix project token total "
-        f"{phoenix_total:g}; sum over model calls {model_tokens}"
+        f"{phoenix_total:g}; sum over model calls {model_tokens}; user of its sessions "
+        f"{sorted(map(str, session_users))}, of its traces {sorted(map(str, trace_users))}"
     )
     return failures
 
@@ -213,7 +241,7 @@ def main(argv: list[str]) -> int:
             for label, capture in CAPTURE.items():
                 project = f"adk-otel-{label}"
                 send_demo(base, project, capture)
-                failures += check(base, project)
+                failures += check(base, project, capture != "NO_CONTENT")
         finally:
             process.terminate()
             process.wait(timeout=30)

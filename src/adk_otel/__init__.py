@@ -22,7 +22,7 @@ Only ADK's public plugin hooks are used; ADK itself is never patched.
 
 Keywords of ``instrument()`` and ``AdkOtelPlugin``: ``tracer_provider``,
 ``meter_provider``, ``keep_adk_spans``, ``capture_content``,
-``content_max_length`` and ``redact`` (see the README and docs/telemetry.md).
+``content_max_length``, ``redact`` and ``user_id`` (see the README and docs/telemetry.md).
 """
 
 from typing import TYPE_CHECKING, Any

@@ -60,6 +60,7 @@ def instrument(
     redact: Redactor | None = None,
     logger_provider: Any = None,
     details_as_span_event: bool | None = None,
+    user_id: str | None = None,
 ) -> Target:
     """Trace every run of ``target`` and return it.
 
@@ -72,6 +73,8 @@ def instrument(
     In an EVENT mode a model call's ``gen_ai.client.inference.operation.details``
     event is a log record on ``logger_provider`` (default: the global one), or
     a span event with ``details_as_span_event=True``.
+    ``user_id`` (``plain``, ``hash`` or ``off``; default: ``ADK_OTEL_USER_ID``,
+    else ``plain``) says how invocation spans carry ADK's user id as ``user.id``.
 
     Adds an :class:`AdkOtelPlugin` ahead of the other plugins (so no other
     plugin's early return can hide a hook from it) and, for a Runner, wraps
@@ -95,6 +98,7 @@ def instrument(
         "redact": redact,
         "logger_provider": logger_provider,
         "details_as_span_event": details_as_span_event,
+        "user_id": user_id,
     }
     if existing is None:
         existing = AdkOtelPlugin(**options)

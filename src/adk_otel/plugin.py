@@ -33,6 +33,7 @@ from opentelemetry.util.types import AttributeValue
 from . import a2a, coexistence, details, devui, sanitize, stability
 from . import attributes as attrs
 from . import semconv as sc
+from . import user_id as user_ids
 from .aborts import abort_reason
 from .content import ContentCapture, ContentSettings, Redactor
 from .content import resolve as resolve_content
@@ -139,6 +140,7 @@ class AdkOtelPlugin(BasePlugin):
         redact: Redactor | None = None,
         logger_provider: Any = None,
         details_as_span_event: bool | None = None,
+        user_id: str | None = None,
     ) -> None:
         super().__init__(name=name)
         self._hook_failures = 0
@@ -154,6 +156,9 @@ class AdkOtelPlugin(BasePlugin):
         self._content_settings = ContentSettings(capture_content, content_max_length, redact)
         self._content: ContentCapture | None = None
         """Active content policy; None (content capture off) skips all content work."""
+        self._user_id_setting = user_id
+        self._user_id = user_ids.UserIdMode.PLAIN
+        """How invocation spans carry the user id (user_id.py)."""
         self._latest = False
         """``OTEL_SEMCONV_STABILITY_OPT_IN`` asks for the latest GenAI conventions."""
         self._workflows: dict[str, str] = {}
@@ -190,6 +195,7 @@ class AdkOtelPlugin(BasePlugin):
         redact: Redactor | None = None,
         logger_provider: Any = None,
         details_as_span_event: bool | None = None,
+        user_id: str | None = None,
     ) -> None:
         """Change the options passed (``None`` keeps an option as it is). Spans
         already open stay in the same bookkeeping and are ended by their own
@@ -213,11 +219,13 @@ class AdkOtelPlugin(BasePlugin):
             _given(content_max_length, content.max_length),
             _given(redact, content.redact),
         )
+        self._user_id_setting = _given(user_id, self._user_id_setting)
         ledger = self._ledger_instance
         if ledger is None:
             self.prepare()
             return
         self._content = resolve_content(self._content_settings)
+        self._user_id = user_ids.resolve(self._user_id_setting)
         self._latest = stability.latest_gen_ai()
         ledger.retarget(
             resolve_tracer(self._settings),
@@ -239,6 +247,7 @@ class AdkOtelPlugin(BasePlugin):
         ledger = self._ledger_instance
         if ledger is None:
             self._content = resolve_content(self._content_settings)
+            self._user_id = user_ids.resolve(self._user_id_setting)
             self._latest = stability.latest_gen_ai()
             ledger = self._ledger_instance = TelemetryLedger(
                 resolve_tracer(self._settings),
@@ -306,12 +315,14 @@ class AdkOtelPlugin(BasePlugin):
             parent_context, continued = otel_context.get_current(), False
         else:
             parent_context, continued = run_parent(carrier)
+        attributes = attrs.invocation(invocation_context, self._workflow_of(invocation_context))
+        user_ids.put(attributes, getattr(invocation_context, "user_id", None), self._user_id)
         entry = self._ledger.start(
             ("run", id(invocation_context)),
             attrs.invocation_span_name(invocation_context),
             parent_context=parent_context,
             kind=trace.SpanKind.SERVER if continued else trace.SpanKind.INTERNAL,
-            attributes=attrs.invocation(invocation_context, self._workflow_of(invocation_context)),
+            attributes=attributes,
             anchor=invocation_context,
         )
         run = _Run(
@@ -479,6 +490,9 @@ class AdkOtelPlugin(BasePlugin):
             run.agents.setdefault(agent.name, []).append(entry)
         else:
             self._orphans[(callback_context.invocation_id, agent.name)] = entry
+        if self._content is not None:
+            # The conventions' invoke_agent input: the message the run handles.
+            self._capture(entry, sc.GEN_AI_INPUT_MESSAGES, attrs.user_messages, callback_context)
 
     @_never_raises
     def after_agent_callback(self, *, agent: Any, callback_context: Any) -> None:
@@ -753,6 +767,10 @@ class AdkOtelPlugin(BasePlugin):
         run = self._runs.get(id(invocation_context))
         if run is not None and not run.entry.ended:
             self._capture(run.entry, sc.GEN_AI_OUTPUT_MESSAGES, attrs.final_output_messages, event)
+        # ...and the final response of the agent that wrote it, on that agent's span.
+        agent = run.innermost_agent(getattr(event, "author", None)) if run is not None else None
+        if agent is not None:
+            self._capture(agent, sc.GEN_AI_OUTPUT_MESSAGES, attrs.final_output_messages, event)
         log = self._ledger.details
         if log is not None and not getattr(event, "partial", False):
             calls = attrs.function_call_ids(event)

@@ -25,6 +25,7 @@ ADK_CLOSE_REASON = "adk.close_reason"
 ADK_APP_NAME = "adk.app.name"
 ADK_INVOCATION_ID = "adk.invocation.id"
 ADK_USER_ID = "adk.user.id"
+USER_ID = "user.id"  # the general convention; where Phoenix, Langfuse and MLflow read the user
 ADK_AGENT_PARENT = "adk.agent.parent"
 ADK_AGENT_TYPE = "adk.agent.type"
 ADK_TOOL_LONG_RUNNING = "adk.tool.long_running"
