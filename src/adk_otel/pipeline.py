@@ -36,8 +36,9 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SpanExporter
 
-from . import adk_scope, env
+from . import adk_scope, adopt, env
 from .export import ExportingProcessor, batch_settings
+from .instance import with_instance_id
 from .otel_env import otlp_exporter_from_env, otlp_log_exporter_from_env, sampler_from_env
 from .semconv import A2A_SDK_SCOPE, ADK_SCOPE, INSTRUMENTATION_SCOPE
 from .version import __version__
@@ -70,6 +71,8 @@ class TelemetrySettings:
 def resolve_tracer(settings: TelemetrySettings) -> trace.Tracer:
     """The tracer adk-otel's spans are made with, pipeline set up if needed."""
     provider = settings.tracer_provider or global_tracer_provider()
+    if settings.tracer_provider is None:
+        adopt.take_over(provider)  # ADK's server built it from OTEL_* alone (adopt.py)
     if not keep_adk_spans(settings.keep_adk_spans):
         suppress_adk_spans(provider)
     elif adk_scope.switch_on(
@@ -132,7 +135,9 @@ def built_logger_provider() -> Any:
 def build_tracer_provider(exporter: SpanExporter | None = None) -> TracerProvider:
     """An SDK provider from the environment (sampler from ``OTEL_TRACES_SAMPLER``
     / ``_ARG``), exporting through an :class:`ExportingProcessor`."""
-    provider = TracerProvider(resource=Resource.create(), sampler=sampler_from_env())
+    provider = TracerProvider(
+        resource=with_instance_id(Resource.create()), sampler=sampler_from_env()
+    )
     exporter = exporter if exporter is not None else otlp_exporter_from_env()
     if exporter is not None:
         provider.add_span_processor(ExportingProcessor(exporter, **batch_settings()))
