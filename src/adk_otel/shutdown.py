@@ -86,7 +86,8 @@ def count_sdk_drops() -> None:
     """Start counting the SDK batch processors' dropped spans (idempotent)."""
     target = logging.getLogger(_SDK_DROP_LOGGER)
     if SDK_DROPS not in target.filters:
-        target.addFilter(SDK_DROPS)
+        # First: the SDK's own duplicate filter would hide all but one line a while.
+        target.filters.insert(0, SDK_DROPS)
 
 
 @dataclass(frozen=True)

@@ -87,3 +87,33 @@ def test_a_slow_collector_makes_the_server_drop_and_say_how_many(receiver, start
     # an export under way when the process died may still have arrived
     assert ended - lost <= received <= ended
     assert "Queue full, dropping" not in server.output
+
+
+SDK_DROPS = re.compile(
+    r"adk-otel: shutdown: (\d+) adk-otel span\(s\) ended in this process; "
+    r"(\d+) span\(s\) were dropped because a batch queue was full"
+)
+
+
+def test_under_adks_own_export_the_sdks_drops_are_counted(receiver):
+    """Left on ADK's own batch processor (``ADK_OTEL_ADOPT_ADK_PROVIDER=false``),
+    the SDK's per-span "Queue full" lines are replaced by adk-otel's count."""
+    receiver.delay = 1.0
+    server = uvicorn(
+        receiver,
+        ADK_OTEL_ADOPT_ADK_PROVIDER="false",
+        OTEL_BSP_MAX_QUEUE_SIZE="20",
+        OTEL_BSP_MAX_EXPORT_BATCH_SIZE="10",
+        OTEL_BSP_SCHEDULE_DELAY="50",
+    )
+    try:
+        run_many(server, 10, concurrency=5)
+        assert server.stop() in (0, -15)
+    finally:
+        server.kill()
+    found = SDK_DROPS.search(server.output)
+    assert found, server.output
+    assert int(found.group(1)) == 10 * SPANS_PER_RUN
+    assert int(found.group(2)) > 0
+    assert "Queue full, dropping" not in server.output
+    assert {span.instance for span in adk_otel_spans(receiver)} == {""}  # ADK's resource, as is
