@@ -5,6 +5,7 @@ exporting over OTLP/HTTP to an :class:`OtlpReceiver` in the test process
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import queue
@@ -14,7 +15,6 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.request
 from collections import Counter
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -154,6 +154,38 @@ def uvicorn(receiver: OtlpReceiver, *options: str, **extra_env: str) -> Server:
     return server
 
 
+def gunicorn(receiver: OtlpReceiver, workers: int, **extra_env: str) -> Server:
+    """``main.py`` under gunicorn with uvicorn workers, on an inherited loopback socket."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(128)
+    port = sock.getsockname()[1]
+    try:
+        server = _start(
+            [
+                sys.executable,
+                "-m",
+                "gunicorn",
+                "main:app",
+                "--worker-class",
+                "uvicorn.workers.UvicornWorker",
+                "--workers",
+                str(workers),
+                "--bind",
+                f"fd://{sock.fileno()}",
+                "--graceful-timeout",
+                "20",
+            ],
+            server_env(receiver, **extra_env),
+            f"http://127.0.0.1:{port}",
+            pass_fds=(sock.fileno(),),
+        )
+    finally:
+        sock.close()
+    server.wait_for_line("Application startup complete", count=workers)
+    return server
+
+
 def api_server(receiver: OtlpReceiver, *options: str, **extra_env: str) -> Server:
     """``adk api_server --extra_plugins adk_otel.AdkOtelPlugin`` on a free loopback port."""
     with socket.socket() as sock:
@@ -170,6 +202,7 @@ def api_server(receiver: OtlpReceiver, *options: str, **extra_env: str) -> Serve
             str(port),
             "--extra_plugins",
             "adk_otel.AdkOtelPlugin",
+            "--no_use_local_storage",
             *options,
             str(AGENTS),
         ],
@@ -180,26 +213,36 @@ def api_server(receiver: OtlpReceiver, *options: str, **extra_env: str) -> Serve
     return server
 
 
-def _post(url: str, body: dict[str, Any], timeout: float = 60.0) -> Any:
-    request = urllib.request.Request(
-        url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+def _post(connection: http.client.HTTPConnection, path: str, body: dict[str, Any]) -> Any:
+    connection.request(
+        "POST", path, body=json.dumps(body), headers={"Content-Type": "application/json"}
     )
-    with urllib.request.urlopen(request, timeout=timeout) as response:
-        return json.loads(response.read() or b"null")
+    response = connection.getresponse()
+    payload = response.read()
+    if response.status != 200:
+        raise RuntimeError(f"POST {path}: {response.status} {payload[:300]!r}")
+    return json.loads(payload or b"null")
 
 
 def run_once(server: Server, user: str) -> Any:
-    """Create a session and run the agent once over ``POST /run``."""
-    session = _post(f"{server.url}/apps/shop/users/{user}/sessions", {})
-    return _post(
-        f"{server.url}/run",
-        {
-            "appName": "shop",
-            "userId": user,
-            "sessionId": session["id"],
-            "newMessage": {"role": "user", "parts": [{"text": "stock of A1?"}]},
-        },
-    )
+    """Create a session and run the agent once over ``POST /run``, on one
+    connection, so both reach the same worker (sessions live in its memory)."""
+    host, port = server.url.removeprefix("http://").split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=60)
+    try:
+        session = _post(connection, f"/apps/shop/users/{user}/sessions", {})
+        return _post(
+            connection,
+            "/run",
+            {
+                "appName": "shop",
+                "userId": user,
+                "sessionId": session["id"],
+                "newMessage": {"role": "user", "parts": [{"text": "stock of A1?"}]},
+            },
+        )
+    finally:
+        connection.close()
 
 
 def run_many(server: Server, runs: int, concurrency: int) -> list[Any]:
@@ -212,7 +255,12 @@ def run_many(server: Server, runs: int, concurrency: int) -> list[Any]:
 
 def warm_up(server: Server) -> None:
     """Load the app with one session, so runs started together do not race to load it."""
-    _post(f"{server.url}/apps/shop/users/warm-up/sessions", {})
+    host, port = server.url.removeprefix("http://").split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=60)
+    try:
+        _post(connection, "/apps/shop/users/warm-up/sessions", {})
+    finally:
+        connection.close()
 
 
 def start_runs(server: Server, runs: int) -> ThreadPoolExecutor:

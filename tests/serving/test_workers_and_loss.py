@@ -16,6 +16,7 @@ from .harness import (
     adk_otel_spans,
     api_server,
     by_trace,
+    gunicorn,
     orphans,
     run_many,
     uvicorn,
@@ -48,6 +49,21 @@ def test_two_workers_each_flush_and_carry_their_own_instance_id(receiver):
     # every span of a run comes from one process
     for trace in by_trace(spans).values():
         assert len({span.instance for span in trace}) == 1
+
+
+def test_gunicorn_with_uvicorn_workers_loses_nothing_at_stop(receiver):
+    runs = 12
+    server = gunicorn(receiver, 2, SERVING_MODEL_DELAY="0.2")
+    try:
+        run_many(server, runs, concurrency=6)
+        assert server.stop() == 0
+    finally:
+        server.kill()
+    spans = adk_otel_spans(receiver)
+    assert len(spans) == runs * SPANS_PER_RUN
+    assert not orphans(spans, receiver)
+    assert "" not in {span.instance for span in spans}
+    assert "Failed to detach context" not in server.output
 
 
 def test_a_user_set_instance_id_is_kept(receiver):
