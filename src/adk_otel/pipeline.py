@@ -2,11 +2,14 @@
 
 * A provider handed in is used as is.
 * Otherwise an SDK provider already installed globally (by the application,
-  ``opentelemetry-instrument`` or ``adk web``) is reused, never replaced.
+  ``opentelemetry-instrument`` or ``adk web``) is reused, never replaced (the
+  one ADK's server built from ``OTEL_*`` alone has its OTLP export taken over
+  by adk-otel's processor: ``adopt.py``).
 * Otherwise one is built from the standard ``OTEL_*`` environment variables
   (service name, resource attributes, sampler, OTLP endpoint, protocol,
-  headers, timeout), exporting over OTLP with a batch processor, and installed
-  globally so ADK and other libraries share it.
+  headers, timeout), with a random ``service.instance.id`` unless one is set,
+  exporting over OTLP with a batch processor, and installed globally so ADK
+  and other libraries share it.
 
 ADK also emits its own spans (scope ``gcp.vertex.agent``). By default they are
 switched off on the provider adk-otel uses, through the SDK's tracer
