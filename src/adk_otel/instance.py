@@ -3,7 +3,9 @@
 Several workers of one server (``uvicorn --workers``, gunicorn) share a
 ``service.name``; without an instance id their spans cannot be told apart,
 nor can their loss. The resource conventions recommend a random UUID per
-process; a value the user sets (``OTEL_RESOURCE_ATTRIBUTES``) wins.
+process (opentelemetry-sdk 1.44's ``Resource.create()`` makes one itself;
+earlier versions, and ADK's server's ``OTEL_*``-only resource, do not); a
+value the user sets (``OTEL_RESOURCE_ATTRIBUTES``) wins.
 """
 
 from __future__ import annotations
