@@ -20,6 +20,7 @@ import functools
 import itertools
 import logging
 import sys
+import time
 import weakref
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
@@ -700,13 +701,15 @@ class AdkOtelPlugin(BasePlugin):
         servers close every runner when the app shuts down: the last moment
         before a server process dies by SIGTERM, with no ``atexit``."""
         ledger = self._ledger_instance
+        started = time.monotonic()
         await self._let_cancelled_runs_end()
         cut_off = len(ledger) if ledger is not None else 0
         self.end_open_spans()
         if ledger is None:
             return
         provider = self._settings.tracer_provider or trace.get_tracer_provider()
-        await asyncio.to_thread(shutdown.flush_and_report, provider, ledger.ended, cut_off)
+        spent = time.monotonic() - started
+        await asyncio.to_thread(shutdown.flush_and_report, provider, ledger.ended, cut_off, spent)
 
     async def _let_cancelled_runs_end(self) -> None:
         """A server stopping with runs in flight cancels their tasks just before

@@ -26,7 +26,8 @@ from .pipeline import exporting_processor
 logger: logging.Logger = logging.getLogger("adk_otel.pipeline")
 
 FLUSH_LIMIT = 4.0
-"""The longest a shutdown flush is waited for, in seconds: under ADK's limit
+"""The longest ``close()`` waits, in seconds, for cancelled runs to end and
+then for the flush: under ADK's limit
 for one plugin's ``close()`` (5 s) and well inside a platform's grace period
 between SIGTERM and SIGKILL (Cloud Run: 10 s; Kubernetes: 30 s by default).
 A lower ``OTEL_BSP_EXPORT_TIMEOUT`` lowers it."""
@@ -143,12 +144,12 @@ def _queued(provider: Any) -> int | None:
     return total
 
 
-def flush_and_report(provider: Any, ended: int, cut_off: int) -> None:
-    """Flush ``provider`` (bounded) and log one line: ``ended`` adk-otel spans
-    ended in this process, ``cut_off`` of them just now (runs still open).
-    Never raises."""
+def flush_and_report(provider: Any, ended: int, cut_off: int, spent: float = 0.0) -> None:
+    """Flush ``provider`` (bounded, ``spent`` seconds of the limit already
+    used) and log one line: ``ended`` adk-otel spans ended in this process,
+    ``cut_off`` of them just now (runs still open). Never raises."""
     try:
-        timeout = flush_timeout()
+        timeout = max(0.1, flush_timeout() - spent)
         result = flush(provider, timeout)
         processor = exporting_processor(provider)
         if processor is not None:
