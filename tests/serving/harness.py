@@ -186,8 +186,11 @@ def gunicorn(receiver: OtlpReceiver, workers: int, **extra_env: str) -> Server:
     return server
 
 
-def api_server(receiver: OtlpReceiver, *options: str, **extra_env: str) -> Server:
-    """``adk api_server --extra_plugins adk_otel.AdkOtelPlugin`` on a free loopback port."""
+def api_server(
+    receiver: OtlpReceiver, *options: str, command: str = "api_server", **extra_env: str
+) -> Server:
+    """``adk api_server`` (or ``adk web``) ``--extra_plugins adk_otel.AdkOtelPlugin``
+    on a free loopback port."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
@@ -195,7 +198,7 @@ def api_server(receiver: OtlpReceiver, *options: str, **extra_env: str) -> Serve
     server = _start(
         [
             *adk,
-            "api_server",
+            command,
             "--host",
             "127.0.0.1",
             "--port",

@@ -51,8 +51,9 @@ def test_uvicorn_sigterm_after_the_responses_loses_nothing(receiver):
     assert "Failed to detach context" not in server.output
 
 
-def test_api_server_sigterm_after_the_responses_loses_nothing(receiver):
-    server = api_server(receiver)
+@pytest.mark.parametrize("command", ["api_server", "web"])
+def test_adk_server_sigterm_after_the_responses_loses_nothing(receiver, command):
+    server = api_server(receiver, command=command)
     try:
         run_many(server, RUNS, concurrency=4)
         assert server.stop() in (0, -15)
