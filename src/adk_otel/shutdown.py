@@ -148,6 +148,8 @@ def flush_and_report(provider: Any, ended: int, cut_off: int, spent: float = 0.0
     """Flush ``provider`` (bounded, ``spent`` seconds of the limit already
     used) and log one line: ``ended`` adk-otel spans ended in this process,
     ``cut_off`` of them just now (runs still open). Never raises."""
+    if not hasattr(provider, "force_flush"):
+        return  # no SDK provider (no-op, OTEL_SDK_DISABLED): nothing was exported
     try:
         timeout = max(0.1, flush_timeout() - spent)
         result = flush(provider, timeout)
