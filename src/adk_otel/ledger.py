@@ -115,6 +115,8 @@ class Ledger:
         self.failures: int = 0
         """Times recording a span's outcome (or ending it) failed inside
         adk-otel; the span was ended all the same. Logged once, counted always."""
+        self.ended: int = 0
+        """Recording spans ended so far (the shutdown report counts them)."""
 
     def __len__(self) -> int:
         return len(self._open)
@@ -256,6 +258,7 @@ class Ledger:
             if entry.ended:
                 return
             entry.ended = True
+            self.ended += entry.recording
             if self._open.get(entry.key) is entry:
                 del self._open[entry.key]
             if entry.parent is not None:

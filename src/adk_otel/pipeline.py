@@ -2,11 +2,14 @@
 
 * A provider handed in is used as is.
 * Otherwise an SDK provider already installed globally (by the application,
-  ``opentelemetry-instrument`` or ``adk web``) is reused, never replaced.
+  ``opentelemetry-instrument`` or ``adk web``) is reused, never replaced (the
+  one ADK's server built from ``OTEL_*`` alone has its OTLP export taken over
+  by adk-otel's processor: ``adopt.py``).
 * Otherwise one is built from the standard ``OTEL_*`` environment variables
   (service name, resource attributes, sampler, OTLP endpoint, protocol,
-  headers, timeout), exporting over OTLP with a batch processor, and installed
-  globally so ADK and other libraries share it.
+  headers, timeout), with a random ``service.instance.id`` unless one is set,
+  exporting over OTLP with a batch processor, and installed globally so ADK
+  and other libraries share it.
 
 ADK also emits its own spans (scope ``gcp.vertex.agent``). By default they are
 switched off on the provider adk-otel uses, through the SDK's tracer
@@ -35,8 +38,9 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SpanExporter
 
-from . import adk_scope, env
+from . import adk_scope, adopt, env
 from .export import ExportingProcessor, batch_settings
+from .instance import with_instance_id
 from .otel_env import otlp_exporter_from_env, otlp_log_exporter_from_env, sampler_from_env
 from .redact import guarded
 from .semconv import A2A_SDK_SCOPE, ADK_SCOPE, INSTRUMENTATION_SCOPE
@@ -69,6 +73,8 @@ class TelemetrySettings:
 def resolve_tracer(settings: TelemetrySettings) -> trace.Tracer:
     """The tracer adk-otel's spans are made with, pipeline set up if needed."""
     provider = settings.tracer_provider or global_tracer_provider()
+    if settings.tracer_provider is None:
+        adopt.take_over(provider)  # ADK's server built it from OTEL_* alone (adopt.py)
     if not keep_adk_spans(settings.keep_adk_spans):
         suppress_adk_spans(provider)
     elif adk_scope.switch_on(
@@ -128,7 +134,9 @@ def built_logger_provider() -> Any:
 def build_tracer_provider(exporter: SpanExporter | None = None) -> TracerProvider:
     """An SDK provider from the environment (sampler from ``OTEL_TRACES_SAMPLER``
     / ``_ARG``), exporting through an :class:`ExportingProcessor`."""
-    provider = TracerProvider(resource=Resource.create(), sampler=sampler_from_env())
+    provider = TracerProvider(
+        resource=with_instance_id(Resource.create()), sampler=sampler_from_env()
+    )
     exporter = exporter if exporter is not None else otlp_exporter_from_env()
     if exporter is not None:
         provider.add_span_processor(ExportingProcessor(exporter, **batch_settings()))

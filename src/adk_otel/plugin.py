@@ -20,6 +20,7 @@ import functools
 import itertools
 import logging
 import sys
+import time
 import weakref
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
@@ -30,7 +31,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.util.types import AttributeValue
 
-from . import a2a, coexistence, details, devui, sanitize, stability
+from . import a2a, coexistence, details, devui, sanitize, shutdown, stability
 from . import attributes as attrs
 from . import semconv as sc
 from . import user_id as user_ids
@@ -256,6 +257,7 @@ class AdkOtelPlugin(BasePlugin):
             ledger.details = self._details_log()
             self._look_for_dev_ui()
             _end_at_exit(self)
+            shutdown.announce(self._settings.tracer_provider or trace.get_tracer_provider())
         return ledger
 
     def _look_for_dev_ui(self) -> None:
@@ -808,8 +810,43 @@ class AdkOtelPlugin(BasePlugin):
             self._ledger.end_entry(entry, Outcome.ERROR, error)
 
     async def close(self) -> None:
-        """End anything still open (``Runner.close()`` calls this)."""
+        """End anything still open, then flush the tracer provider, bounded, and
+        report (``shutdown.py``). ``Runner.close()`` calls this, and ADK's
+        servers close every runner when the app shuts down: the last moment
+        before a server process dies by SIGTERM, with no ``atexit``."""
+        ledger = self._ledger_instance
+        started = time.monotonic()
+        await self._let_cancelled_runs_end()
+        cut_off = len(ledger) if ledger is not None else 0
         self.end_open_spans()
+        if ledger is None:
+            return
+        provider = self._settings.tracer_provider or trace.get_tracer_provider()
+        spent = time.monotonic() - started
+        await asyncio.to_thread(shutdown.flush_and_report, provider, ledger.ended, cut_off, spent)
+
+    async def _let_cancelled_runs_end(self) -> None:
+        """A server stopping with runs in flight cancels their tasks just before
+        it closes the runners (uvicorn's ``--timeout-graceful-shutdown``): let
+        them unwind first, for a bounded time, so each run ends ``cancelled``
+        through its own hooks and the spans around it (the HTTP server span)
+        end before the flush, rather than being cut off as ``incomplete``."""
+        try:
+            await asyncio.sleep(0)  # one turn: cancellation reaches the runs' tasks
+            current = asyncio.current_task()
+            unwinding = {
+                run.task
+                for run in self._runs.values()
+                if run.task is not None
+                and run.task is not current
+                and not run.task.done()
+                and run.task.cancelling() > run.cancelling_at_start
+            }
+            if unwinding:
+                await asyncio.wait(unwinding, timeout=shutdown.UNWIND_LIMIT)
+                await asyncio.sleep(0)  # and the tasks that awaited them
+        except (RuntimeError, ValueError):
+            pass
 
     def end_open_spans(self, reason: str = "plugin_closed") -> None:
         """End every span still open as ``incomplete`` (``adk.close_reason``

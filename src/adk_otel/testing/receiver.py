@@ -79,6 +79,8 @@ class OtlpReceiver:
         self.headers: list[dict[str, str]] = []
         self.attempts: int = 0
         self._behaviour: Behaviour = "ok"
+        self.delay: float = 0.0
+        """Seconds each trace export is held before it is answered: a slow collector."""
         self._cond = threading.Condition()
         self._held: set[threading.Event] = set()
         self._closing = False
@@ -272,6 +274,8 @@ class OtlpReceiver:
         headers: dict[str, str],
     ) -> Behaviour:
         """Record one export attempt and decide how to answer it (blocking while hung)."""
+        if self.delay > 0:
+            time.sleep(self.delay)  # the slowness under test, not a synchronisation
         with self._cond:
             self.attempts += 1
             behaviour = self._behaviour
