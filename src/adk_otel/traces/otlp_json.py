@@ -28,7 +28,8 @@ from google.protobuf import json_format
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
-from .model import SpanEvent, SpanRecord
+from .model import SpanEvent, SpanRecord, as_records
+from .record_json import records_to_dict
 
 _ID_FIELDS = ("traceId", "spanId", "parentSpanId")
 _OTHER_SIGNALS = ("resourceMetrics", "resourceLogs", "resourceProfiles")
@@ -54,12 +55,23 @@ def request_to_line(request: Any) -> str:
 
 
 def spans_to_line(spans: Sequence[Any]) -> str:
-    """SDK ``ReadableSpan``s encoded the way the OTLP exporters send them, as one line."""
-    return request_to_line(encode_spans(spans))
+    """Spans as one line: SDK ``ReadableSpan``s encoded the way the OTLP
+    exporters send them; anything else :func:`~.model.as_records` accepts
+    (``SpanRecord``s, e.g. ``adk_trace.spans``; protobuf spans or requests)
+    through its records."""
+    if all(_is_sdk_span(span) for span in spans):
+        return request_to_line(encode_spans(spans))
+    document = records_to_dict(as_records(spans))
+    return json.dumps(document, separators=(",", ":"), ensure_ascii=False)
+
+
+def _is_sdk_span(span: Any) -> bool:
+    return hasattr(span, "get_span_context") and hasattr(span, "instrumentation_scope")
 
 
 def write_spans(destination: str | Path | IO[str], spans: Sequence[Any]) -> None:
-    """Append the SDK spans as one line to a path or an open text file."""
+    """Append the spans (SDK spans or ``SpanRecord``s, see :func:`spans_to_line`)
+    as one line to a path or an open text file."""
     _append(destination, [spans_to_line(spans)])
 
 
