@@ -328,10 +328,20 @@ def test_a_lone_surrogate_in_a_span_name_is_printed_readably(capsys, tmp_path) -
 
 
 def test_each_subcommand_help_shows_its_formats_and_exit_codes(capsys) -> None:
-    for command in ("tree", "check"):
+    exit_codes = {
+        "tree": "Exit codes: 0 fine, 2 unusable input",  # tree never fails a check
+        "check": "Exit codes: 0 the check passed, 1 it failed",
+    }
+    for command, codes in exit_codes.items():
         assert main([command, "--help"]) == 0
         out = capsys.readouterr().out
-        assert "Exit codes: 0 fine, 1 the check failed" in out, command
+        assert codes in out, command
         assert "FILE is OTLP JSON" in out
+        assert "--max-document-mb MB" in out and "ADK_OTEL_MAX_<NAME>_MB" in out
+        assert "``" not in out
+    assert main(["tree", "--help"]) == 0
+    assert "1 it failed" not in capsys.readouterr().out
     assert main(["check", "--help"]) == 0
-    assert "allow_unended" in capsys.readouterr().out, "the spec format is described"
+    out = capsys.readouterr().out
+    assert "allow_unended" in out, "the spec format is described"
+    assert "--max-spec-mb MB" in out

@@ -28,6 +28,7 @@ from google.protobuf import json_format
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
+from .limits import over
 from .model import SpanEvent, SpanRecord, as_records
 from .record_json import records_to_dict
 
@@ -154,28 +155,32 @@ def document_records(document: Any, where: str) -> list[SpanRecord] | None:
         raise OtlpJsonError(f"{where}: not valid OTLP JSON ({exc})") from None
 
 
-def iter_text_documents(lines: Iterable[bytes | str], source: str) -> Iterator[tuple[str, Any]]:
+def iter_text_documents(
+    lines: Iterable[bytes | str], source: str, *, max_document: int | None = None
+) -> Iterator[tuple[str, Any]]:
     """``(where, parsed JSON)`` for each document, one line at a time (JSON
     Lines). If the first line is not JSON on its own, the input is taken as
-    one pretty-printed document and read whole."""
+    one pretty-printed document and read whole, up to ``max_document`` bytes.
+    A line with a ``number`` attribute gives its own line number (a reader
+    that skips blank lines says where each line was)."""
     iterator = iter(lines)
     line_no = 0
     for raw in iterator:
-        line_no += 1
+        line_no = getattr(raw, "number", line_no + 1)
         line = _text(raw, source, first=line_no == 1)
         if not line.strip():
             continue
         try:
             document = _loads(line, source)
         except json.JSONDecodeError:
-            yield _whole(line, iterator, line_no, source)
+            yield _whole(line, iterator, line_no, source, max_document)
             return
         yield f"{source}: line {line_no}", document
         break
     else:
         raise OtlpJsonError(f"{source}: empty, no OTLP JSON in it")
     for raw in iterator:
-        line_no += 1
+        line_no = getattr(raw, "number", line_no + 1)
         line = _text(raw, source, first=False)
         if not line.strip():
             continue
@@ -193,12 +198,41 @@ def _text(raw: bytes | str, source: str, *, first: bool) -> str:
     try:
         return raw.decode("utf-8-sig" if first else "utf-8")
     except UnicodeDecodeError:
-        raise OtlpJsonError(f"{source}: not a text file, so not OTLP JSON") from None
+        raise OtlpJsonError(not_text(source)) from None
 
 
-def _whole(first: str, rest: Iterator[bytes | str], first_no: int, source: str) -> tuple[str, Any]:
+def not_text(source: str) -> str:
+    """What binary input that is no trace file is told."""
+    return (
+        f"{source}: not a text file, so not OTLP JSON (nor OTLP protobuf, which is read"
+        " length-prefixed as the collector writes it, or as one OTLP/HTTP request body)"
+    )
+
+
+def _whole(
+    first: str,
+    rest: Iterator[bytes | str],
+    first_no: int,
+    source: str,
+    max_document: int | None,
+) -> tuple[str, Any]:
     """The input from ``first`` on as one JSON document."""
-    text = first + "".join(_text(raw, source, first=False) for raw in rest)
+    parts, size, line_no = [first], len(first), first_no
+    for raw in rest:
+        number = getattr(raw, "number", line_no + 1)
+        gap = number - line_no - 1  # blank lines the reader skipped: kept for line numbers
+        size += gap + len(raw)
+        if max_document is not None and size > max_document:
+            where = f"{source}: line {first_no}"
+            raise OtlpJsonError(
+                over(where, "a JSON document longer than allowed", "document", max_document)
+            )
+        if gap > 0:
+            parts.append("\n" * gap)
+        parts.append(_text(raw, source, first=False))
+        line_no = number
+    text = "".join(parts)
+    del parts
     try:
         return f"{source}: line {first_no}", _loads(text, source)
     except json.JSONDecodeError as exc:

@@ -1,0 +1,124 @@
+"""Lines of a byte stream, bounded: the text half of reading a trace file.
+
+JSON Lines are read one line at a time, so a line is the most the reader
+holds; a line longer than the document limit stops the reading. Whitespace
+between lines (blank lines, indentation) is skipped in bulk at C speed, and
+counted as input without spans: a gigabyte of blank lines, which a megabyte
+of gzip holds, stops at the ``without_spans`` limit in a fraction of a
+second instead of being looped over line by line.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import IO
+
+from .limits import mib, over
+from .otlp_json import OtlpJsonError
+
+_CHUNK = 1 << 20
+_WHITESPACE = re.compile(rb"[ \t\r\n]*")
+
+
+class NumberedLine(bytes):
+    """A line and its number in the file (blank lines are never yielded)."""
+
+    number: int
+
+
+class Spanless:
+    """How far the input has gone without a span, against the limit."""
+
+    def __init__(self, source: str, limit: int) -> None:
+        self._source = source
+        self._limit = limit
+        self._mark = 0
+        self._spans_seen = False
+
+    def spans(self, consumed: int) -> None:
+        """Spans were found in the input up to ``consumed`` bytes."""
+        self._mark = consumed
+        self._spans_seen = True
+
+    def check(self, consumed: int) -> None:
+        """At the end of a document or message that held no span."""
+        if consumed - self._mark > self._limit:
+            where = "after the last span" if self._spans_seen else "from the start"
+            self._stop(f"no span in {mib(consumed - self._mark)} of input {where}")
+
+    def check_run(self, size: int) -> None:
+        """Inside a run of whitespace (which a pretty-printed document, still
+        to be parsed, may hold some of: only a run is judged here)."""
+        if size > self._limit:
+            self._stop(f"{mib(size)} of blank space, no span in it")
+
+    def _stop(self, what: str) -> None:
+        raise OtlpJsonError(over(self._source, what, "without_spans", self._limit))
+
+
+class BoundedLines:
+    """The stream's non-blank lines (with their line end), numbered; ``consumed``
+    is how many bytes of the stream the lines yielded so far and the
+    whitespace skipped took."""
+
+    def __init__(self, stream: IO[bytes], source: str, max_line: int, spanless: Spanless) -> None:
+        self._stream = stream
+        self._source = source
+        self._max = max_line
+        self._spanless = spanless
+        self.consumed = 0
+
+    def __iter__(self) -> Iterator[NumberedLine]:
+        buffer, pos, number, run = b"", 0, 1, 0
+        while True:
+            skip_to = _WHITESPACE.match(buffer, pos).end()  # type: ignore[union-attr]
+            if skip_to != pos:
+                number += buffer.count(b"\n", pos, skip_to)
+                self.consumed += skip_to - pos
+                run += skip_to - pos
+                pos = skip_to
+                self._spanless.check_run(run)
+            end = buffer.find(b"\n", pos)
+            if end >= 0:
+                line = NumberedLine(buffer[pos : end + 1])
+                pos = end + 1
+            elif pos < len(buffer):  # a line that goes on into the next chunks
+                line, buffer, pos = self._long_line(buffer[pos:], number)
+                if not line:
+                    return
+            else:
+                buffer, pos = self._stream.read(_CHUNK), 0
+                if not buffer:
+                    return
+                continue
+            if len(line) > self._max:
+                self._too_long(number)
+            line.number = number
+            self.consumed += len(line)
+            number += 1
+            run = 0
+            yield line
+
+    def _long_line(self, start: bytes, number: int) -> tuple[NumberedLine, bytes, int]:
+        """The line beginning with ``start`` (to its end or the input's), the
+        chunk it ended in, and where the next line starts in that chunk. Only
+        each new chunk is searched: a long line costs its length, once."""
+        parts, size = [start], len(start)
+        while True:
+            chunk = self._stream.read(_CHUNK)
+            end = chunk.find(b"\n")
+            size += end + 1 if end >= 0 else len(chunk)
+            if size > self._max:
+                self._too_long(number)
+            if end >= 0:
+                parts.append(chunk[: end + 1])
+                return NumberedLine(b"".join(parts)), chunk, end + 1
+            if not chunk:
+                return NumberedLine(b"".join(parts)), b"", 0
+            parts.append(chunk)
+
+    def _too_long(self, number: int) -> None:
+        raise OtlpJsonError(
+            over(f"{self._source}: line {number}", "longer than allowed", "document", self._max)
+        )
