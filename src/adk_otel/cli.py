@@ -375,7 +375,10 @@ def cmd_check(args: argparse.Namespace) -> tuple[int, str]:
 def cmd_demo(argv: Sequence[str]) -> int:
     from . import demo
 
-    return int(demo.main(list(argv)) or 0)
+    try:
+        return int(demo.main(list(argv)) or 0)
+    except SystemExit as exc:  # --help, or a usage error already printed
+        return exc.code if isinstance(exc.code, int) else EXIT_BAD_INPUT
 
 
 def use_colour(flag: bool | None) -> bool:
