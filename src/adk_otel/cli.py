@@ -75,6 +75,7 @@ import os
 import re
 import sys
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -326,7 +327,7 @@ def read_limits(args: argparse.Namespace) -> ReadLimits:
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     given = {name: getattr(args, f"max_{name}_mb", None) for name in NAMES}
-    return limits.with_mib(**given)
+    return replace(limits, **{name: size for name, size in given.items() if size is not None})
 
 
 def _filters(args: argparse.Namespace) -> str:
@@ -465,9 +466,10 @@ def limit_arguments(parser: argparse.ArgumentParser, names: Sequence[str]) -> No
         )
 
 
-def _mib_flag(raw: str) -> float:
+def _mib_flag(raw: str) -> int:
+    """A ``--max-*-mb`` value, as bytes."""
     try:
-        return parse_mib(raw, "limit") / (1 << 20)
+        return parse_mib(raw, "limit")
     except ValueError:
         raise argparse.ArgumentTypeError(f"{raw!r} is not a positive number of MiB") from None
 

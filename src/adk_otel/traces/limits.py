@@ -51,7 +51,7 @@ class ReadLimits:
 
     def with_mib(self, **mib: float | None) -> ReadLimits:
         """These limits with some given in MiB (``None``: unchanged)."""
-        changes = {name: int(value * MIB) for name, value in mib.items() if value is not None}
+        changes = {name: round(value * MIB) for name, value in mib.items() if value is not None}
         return replace(self, **changes)
 
 
@@ -74,7 +74,7 @@ def parse_mib(raw: str, what: str) -> int:
         value = float("nan")
     if not value > 0 or value == float("inf"):
         raise ValueError(f"{what}={raw!r}: a limit is a positive number of MiB")
-    return max(int(value * MIB), 1)
+    return max(round(value * MIB), 1)
 
 
 def over(where: str, what: str, name: str, limit: int) -> str:
@@ -87,7 +87,7 @@ def over(where: str, what: str, name: str, limit: int) -> str:
 
 def mib(size: int) -> str:
     value = size / MIB
-    return f"{value:g} MiB" if value >= 0.01 else f"{size} bytes"
+    return f"{value:.4g} MiB" if value >= 0.01 else f"{size} bytes"
 
 
 _LIMIT_WHAT = {

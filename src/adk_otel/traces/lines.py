@@ -11,7 +11,6 @@ second instead of being looped over line by line.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from typing import IO
 
 from .limits import mib, over
@@ -45,13 +44,13 @@ class Spanless:
         """At the end of a document or message that held no span."""
         if consumed - self._mark > self._limit:
             where = "after the last span" if self._spans_seen else "from the start"
-            self._stop(f"no span in {mib(consumed - self._mark)} of input {where}")
+            self._stop(f"no span in more than {mib(self._limit)} of input {where}")
 
     def check_run(self, size: int) -> None:
         """Inside a run of whitespace (which a pretty-printed document, still
         to be parsed, may hold some of: only a run is judged here)."""
         if size > self._limit:
-            self._stop(f"{mib(size)} of blank space, no span in it")
+            self._stop(f"more than {mib(self._limit)} of blank space, no span in it")
 
     def _stop(self, what: str) -> None:
         raise OtlpJsonError(over(self._source, what, "without_spans", self._limit))
@@ -67,38 +66,59 @@ class BoundedLines:
         self._source = source
         self._max = max_line
         self._spanless = spanless
+        self._buffer = b""
+        self._pos = 0
+        self._number = 1
+        self._run = 0  # blank space since the last line
         self.consumed = 0
 
-    def __iter__(self) -> Iterator[NumberedLine]:
-        buffer, pos, number, run = b"", 0, 1, 0
+    def __iter__(self) -> BoundedLines:
+        return self
+
+    def __next__(self) -> NumberedLine:
         while True:
+            buffer, pos = self._buffer, self._pos
             skip_to = _WHITESPACE.match(buffer, pos).end()  # type: ignore[union-attr]
             if skip_to != pos:
-                number += buffer.count(b"\n", pos, skip_to)
+                self._number += buffer.count(b"\n", pos, skip_to)
                 self.consumed += skip_to - pos
-                run += skip_to - pos
-                pos = skip_to
-                self._spanless.check_run(run)
+                self._run += skip_to - pos
+                self._pos = pos = skip_to
+                self._spanless.check_run(self._run)
             end = buffer.find(b"\n", pos)
             if end >= 0:
                 line = NumberedLine(buffer[pos : end + 1])
-                pos = end + 1
+                self._pos = end + 1
             elif pos < len(buffer):  # a line that goes on into the next chunks
-                line, buffer, pos = self._long_line(buffer[pos:], number)
-                if not line:
-                    return
+                line, self._buffer, self._pos = self._long_line(buffer[pos:], self._number)
             else:
-                buffer, pos = self._stream.read(_CHUNK), 0
-                if not buffer:
-                    return
+                self._buffer, self._pos = self._stream.read(_CHUNK), 0
+                if not self._buffer:
+                    raise StopIteration
                 continue
             if len(line) > self._max:
-                self._too_long(number)
-            line.number = number
+                self._too_long(self._number)
+            line.number = self._number
             self.consumed += len(line)
-            number += 1
-            run = 0
-            yield line
+            self._number += 1
+            self._run = 0
+            return line
+
+    def remainder(self, limit: int) -> bytes:
+        """The rest of the input as it is, at most ``limit + 1`` bytes (more
+        than ``limit``: too long): a document read whole is read in chunks,
+        not line by line."""
+        parts = [self._buffer[self._pos :]]
+        size = len(parts[0])
+        self._buffer, self._pos = b"", 0
+        while size <= limit:
+            chunk = self._stream.read(min(_CHUNK, limit + 1 - size))
+            if not chunk:
+                break
+            parts.append(chunk)
+            size += len(chunk)
+        self.consumed += size
+        return b"".join(parts)
 
     def _long_line(self, start: bytes, number: int) -> tuple[NumberedLine, bytes, int]:
         """The line beginning with ``start`` (to its end or the input's), the

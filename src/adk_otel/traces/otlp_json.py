@@ -19,6 +19,7 @@ import base64
 import binascii
 import json
 import re
+import sys
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -217,20 +218,27 @@ def _whole(
     max_document: int | None,
 ) -> tuple[str, Any]:
     """The input from ``first`` on as one JSON document."""
-    parts, size, line_no = [first], len(first), first_no
-    for raw in rest:
-        number = getattr(raw, "number", line_no + 1)
-        gap = number - line_no - 1  # blank lines the reader skipped: kept for line numbers
-        size += gap + len(raw)
-        if max_document is not None and size > max_document:
-            where = f"{source}: line {first_no}"
-            raise OtlpJsonError(
-                over(where, "a JSON document longer than allowed", "document", max_document)
-            )
-        if gap > 0:
-            parts.append("\n" * gap)
-        parts.append(_text(raw, source, first=False))
-        line_no = number
+    limit = max_document if max_document is not None else sys.maxsize
+    remainder = getattr(rest, "remainder", None)
+    if remainder is not None:  # a bounded reader hands the rest over in one piece
+        data = remainder(max(limit - len(first), 0))
+        size = len(first) + len(data)
+        parts = [first, _text(data, source, first=False)] if size <= limit else []
+    else:
+        parts, size, line_no = [first], len(first), first_no
+        for raw in rest:
+            number = getattr(raw, "number", line_no + 1)
+            gap = number - line_no - 1  # blank lines a reader skipped: kept for line numbers
+            size += gap + len(raw)
+            if size > limit:
+                break
+            if gap > 0:
+                parts.append("\n" * gap)
+            parts.append(_text(raw, source, first=False))
+            line_no = number
+    if size > limit:
+        where = f"{source}: line {first_no}"
+        raise OtlpJsonError(over(where, "a JSON document longer than allowed", "document", limit))
     text = "".join(parts)
     del parts
     try:

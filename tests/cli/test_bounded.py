@@ -1,0 +1,244 @@
+"""Hostile trace files: bounded memory and time, one line, exit 2.
+
+Each input runs the real command in a child process whose address space is
+capped (RLIMIT_AS) below what the input would inflate to, with a timeout, so
+a reader that gathers a payload whole, decompresses without an output cap or
+loops over endless empty input fails here instead of passing slowly. The
+bombs are built small and fast: sparse files by truncate, gzip and zstd by
+repeating one compressed member or block.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import IO
+
+import zstandard
+
+from .collector_files import as_lines, json_messages, length_prefixed, proto_messages
+from .conftest import Exported
+
+MEMORY = 512 << 20  # the child's address space: far below every bomb's payload
+TIMEOUT = 60
+GIB = 1 << 30
+
+
+def _cap_memory() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY, MEMORY))
+
+
+def run_bounded(
+    *argv: str, stdin: IO[bytes] | int | None = None, env: dict[str, str] | None = None
+) -> tuple[int, str, str, float]:
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "adk_otel.cli", *argv],
+        stdin=stdin if stdin is not None else subprocess.DEVNULL,
+        capture_output=True,
+        timeout=TIMEOUT,
+        check=False,
+        preexec_fn=_cap_memory,
+        env={**os.environ, **(env or {})},
+    )
+    took = time.monotonic() - started
+    return done.returncode, done.stdout.decode(), done.stderr.decode(), took
+
+
+def one_line_exit_2(result: tuple[int, str, str, float], message: str) -> None:
+    code, out, err, _ = result
+    assert (code, out) == (2, ""), err
+    assert err.startswith("adk-otel: error: ") and err.count("\n") == 1, err
+    assert message in err, err
+
+
+def gzip_bomb(piece: bytes, copies: int) -> bytes:
+    """``piece * copies`` inflated: one gzip member repeated (a valid multi-member file)."""
+    return gzip.compress(piece, 9) * copies
+
+
+def zstd_frame_bomb(piece: bytes, copies: int) -> bytes:
+    """One zstd frame inflating to ``piece * copies``."""
+    compressor = zstandard.ZstdCompressor(level=1).compressobj()
+    return b"".join([*(compressor.compress(piece) for _ in range(copies)), compressor.flush()])
+
+
+def zstd_stream_bomb(piece: bytes, copies: int) -> bytes:
+    """A zstd stream of ``copies`` frames, each inflating to ``piece``."""
+    return zstandard.ZstdCompressor(level=19).compress(piece) * copies
+
+
+def sparse(path: Path, head: bytes, size: int) -> Path:
+    with open(path, "wb") as handle:
+        handle.write(head)
+        handle.truncate(size)
+    return path
+
+
+MIB8 = 8 << 20
+LIMIT = "raise it with"
+
+
+def test_dev_zero_as_a_file_and_on_stdin() -> None:
+    zero = "message 1: a length prefix of 0, an empty message"
+    one_line_exit_2(run_bounded("tree", "/dev/zero"), f"/dev/zero: {zero}")
+    with open("/dev/zero", "rb") as stdin:
+        one_line_exit_2(run_bounded("tree", "-", stdin=stdin), f"<stdin>: {zero}")
+
+
+def test_a_sparse_gigabyte_of_zeros(tmp_path) -> None:
+    path = sparse(tmp_path / "zeros.bin", b"", GIB)
+    one_line_exit_2(run_bounded("tree", str(path)), "a length prefix of 0")
+
+
+def test_length_prefixes_claiming_gigabytes(exported: Exported, tmp_path) -> None:
+    valid = length_prefixed(proto_messages(exported.requests[:1]))
+    after = tmp_path / "after-valid.bin"
+    after.write_bytes(valid + b"\xff\xff\xff\xff" + b"x" * 100)
+    one_line_exit_2(
+        run_bounded("tree", str(after)),
+        "message 2: the length prefix says 4294967295 bytes (the limit for one protobuf"
+        " message is 64 MiB; raise it with --max-message-mb or ADK_OTEL_MAX_MESSAGE_MB)",
+    )
+    # 4 GB claimed at the start of a 4 GB sparse file: not even a length prefix
+    # (those start below 0x09), and binary: refused at its first bytes.
+    big = sparse(tmp_path / "claims-4g.bin", b"\xff\xff\xff\xff", 4 * GIB)
+    one_line_exit_2(run_bounded("tree", str(big)), "not a text file")
+    # A prefix at the limit over a sparse file: read (64 MiB), then refused.
+    at_limit = sparse(tmp_path / "at-limit.bin", (64 << 20).to_bytes(4, "big"), 4 * GIB)
+    one_line_exit_2(run_bounded("tree", str(at_limit)), "message 1: not OTLP protobuf traces")
+
+
+def test_zstd_bombs(tmp_path) -> None:
+    frame = tmp_path / "frame.zst"  # one frame, 1 GiB of one endless line
+    frame.write_bytes(zstd_frame_bomb(b"x" * MIB8, 128))
+    assert frame.stat().st_size < 100_000
+    one_line_exit_2(run_bounded("tree", str(frame)), "line 1: longer than allowed")
+    stream = tmp_path / "stream.zst"  # 128 frames, 1 GiB of blank space
+    stream.write_bytes(zstd_stream_bomb(b" " * MIB8, 128))
+    one_line_exit_2(run_bounded("tree", str(stream)), "of blank space, no span in it")
+    # The exporter's per-message compression: a frame in a message inflating to 1 GiB.
+    inner = zstd_frame_bomb(b"{" * MIB8, 128)
+    message = tmp_path / "message.bin"
+    message.write_bytes(length_prefixed([inner]))
+    one_line_exit_2(
+        run_bounded("tree", str(message)),
+        "message 1: a zstd frame inflating to more than allowed (the limit for one protobuf"
+        " message is 64 MiB",
+    )
+
+
+def test_gzip_bombs(tmp_path) -> None:
+    line = tmp_path / "line.gz"  # one 1 GiB line
+    line.write_bytes(gzip_bomb(b'{"resourceSpans": "' + b"x" * MIB8, 128))
+    one_line_exit_2(
+        run_bounded("tree", str(line)),
+        "line 1: longer than allowed (the limit for one JSON document or line is 64 MiB;"
+        " raise it with --max-document-mb or ADK_OTEL_MAX_DOCUMENT_MB)",
+    )
+    for name, piece in (("blank-lines.gz", b"\n" * MIB8), ("whitespace.gz", b" \t" * (MIB8 // 2))):
+        path = tmp_path / name  # 1 GiB of blank lines / JSON whitespace from ~1 MB
+        path.write_bytes(gzip_bomb(piece, 128))
+        result = run_bounded("tree", str(path))
+        one_line_exit_2(
+            result,
+            "of blank space, no span in it (the limit for input without a span is 64 MiB;"
+            " raise it with --max-without-spans-mb or ADK_OTEL_MAX_WITHOUT_SPANS_MB)",
+        )
+        assert result[3] < 30, "stopped after the limit, not after the gigabyte"
+
+
+def test_documents_without_spans_stop_at_the_limit(tmp_path) -> None:
+    path = tmp_path / "empty-documents.gz"  # valid, endless, spanless
+    path.write_bytes(gzip_bomb(b'{"resourceSpans": []}\n' * 100_000, 500))
+    one_line_exit_2(
+        run_bounded("tree", str(path), "--max-without-spans-mb", "8"),
+        "no span in more than 8 MiB of input from the start (the limit for input without a"
+        " span is 8 MiB",
+    )
+
+
+def test_a_pretty_document_is_capped_whole(collector_file: Path, tmp_path) -> None:
+    path = tmp_path / "pretty.json.gz"
+    path.write_bytes(gzip_bomb(b'{\n  "resourceSpans": [\n' + b'  "x",\n' * 100_000, 200))
+    one_line_exit_2(run_bounded("tree", str(path)), "line 1: a JSON document longer than allowed")
+
+
+def test_the_spec_is_bounded(collector_file: Path) -> None:
+    one_line_exit_2(
+        run_bounded("check", str(collector_file), "--expect", "/dev/zero"),
+        "/dev/zero: larger than allowed (the limit for a spec is 1 MiB; raise it with"
+        " --max-spec-mb or ADK_OTEL_MAX_SPEC_MB)",
+    )
+
+
+def test_symlink_loop_and_closed_streams(collector_file: Path, tmp_path) -> None:
+    loop = tmp_path / "loop"
+    loop.symlink_to(tmp_path / "loop")
+    one_line_exit_2(run_bounded("tree", str(loop)), f"{loop}: cannot read (")
+    code, out, err = _shell("tree - <&-")
+    assert (code, out, err) == (2, "", "adk-otel: error: -: stdin is closed, nothing to read\n")
+    code, out, err = _shell(f"tree {collector_file} >&-")
+    assert (code, out, err) == (2, "", "adk-otel: error: stdout is closed, nowhere to write\n")
+
+
+def _shell(arguments: str) -> tuple[int, str, str]:
+    done = subprocess.run(
+        ["sh", "-c", f"exec '{sys.executable}' -m adk_otel.cli {arguments}"],
+        capture_output=True,
+        timeout=TIMEOUT,
+        check=False,
+    )
+    return done.returncode, done.stdout.decode(), done.stderr.decode()
+
+
+def test_raised_limits_still_end_in_one_line(tmp_path) -> None:
+    """Limits raised past the memory there is: the MemoryError is one line too."""
+    path = tmp_path / "line.gz"
+    path.write_bytes(gzip_bomb(b"x" * MIB8, 128))
+    one_line_exit_2(
+        run_bounded("tree", str(path), "--max-document-mb", "100000"),
+        "out of memory holding the traces",
+    )
+
+
+def test_limits_are_set_by_flag_or_environment(collector_file: Path, tmp_path) -> None:
+    small = "line 1: longer than allowed (the limit for one JSON document or line is 1000 bytes"
+    one_line_exit_2(
+        run_bounded("tree", str(collector_file), "--max-document-mb", "0.00095367431640625"),
+        small,
+    )
+    env = {"ADK_OTEL_MAX_DOCUMENT_MB": "0.00095367431640625"}
+    one_line_exit_2(run_bounded("tree", str(collector_file), env=env), small)
+    # The flag wins over the variable.
+    assert run_bounded("tree", str(collector_file), "--max-document-mb", "1", env=env)[0] == 0
+    one_line_exit_2(
+        run_bounded("tree", str(collector_file), env={"ADK_OTEL_MAX_SPEC_MB": "lots"}),
+        "ADK_OTEL_MAX_SPEC_MB='lots': a limit is a positive number of MiB",
+    )
+    gz = tmp_path / "traces.json.gz"
+    gz.write_bytes(gzip.compress(collector_file.read_bytes() * 200))
+    one_line_exit_2(
+        run_bounded("tree", str(gz), "--max-inflated-mb", "0.1"),
+        "gzip data inflating to more than allowed (the limit for a decompressed file is"
+        " 0.1 MiB; raise it with --max-inflated-mb or ADK_OTEL_MAX_INFLATED_MB)",
+    )
+    for bad in ("0", "-1", "nan", "inf", "x"):
+        code, out, err, _ = run_bounded("tree", str(collector_file), "--max-message-mb", bad)
+        assert (code, out) == (2, "")
+        assert f"argument --max-message-mb: {bad!r} is not a positive number of MiB" in err
+
+
+def test_within_the_limits_everything_still_reads(exported: Exported, tmp_path) -> None:
+    """The limits bound hostile input only: real files, compressed or not, read as before."""
+    data = as_lines(json_messages(exported.requests))
+    for name, payload in (("t.json", data), ("t.json.gz", gzip.compress(data))):
+        (tmp_path / name).write_bytes(payload)
+        code, out, err, _ = run_bounded("tree", str(tmp_path / name), "--no-color")
+        assert (code, err) == (0, "")
+        assert out.count("invocation shop") == 2
