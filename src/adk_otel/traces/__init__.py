@@ -1,8 +1,8 @@
 """The reading half of adk-otel: exported traces as data.
 
 Trace files in every layout the Collector's ``file`` exporter writes
-(:mod:`.files`), the OTLP JSON codec (:mod:`.otlp_json`), the span-record model
-(:mod:`.model`), span queries (:mod:`.query`), expected-tree assertions
+(:mod:`.files`, bounded by :mod:`.limits`), the OTLP JSON codec
+(:mod:`.otlp_json`), the span-record model (:mod:`.model`), span queries (:mod:`.query`), expected-tree assertions
 (:mod:`.expect`), the tree renderer (:mod:`.render`) and the JSON report
 (:mod:`.report_json`). None of it knows ADK's runtime or imports anything of
 adk-otel but :mod:`adk_otel.semconv`, so the CLI and CI tooling read traces
@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .expect import assert_tree, tree_mismatch, unordered
     from .files import expand, read_records, read_spans, read_traces
+    from .limits import ReadLimits
     from .model import Forest, SpanEvent, SpanNode, SpanRecord, as_records
     from .otlp_json import (
         OtlpJsonError,
@@ -42,6 +43,7 @@ _EXPORTS = {
     "read_records": ".files",
     "read_spans": ".files",
     "read_traces": ".files",
+    "ReadLimits": ".limits",
     "Forest": ".model",
     "SpanEvent": ".model",
     "SpanNode": ".model",
@@ -64,6 +66,7 @@ __all__ = [
     "Forest",
     "OtlpJsonError",
     "OtlpJsonFileExporter",
+    "ReadLimits",
     "SpanEvent",
     "SpanNode",
     "SpanQuery",

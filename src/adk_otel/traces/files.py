@@ -16,7 +16,9 @@ numbers, then JSON text or length-prefixed messages (a prefix starts with a
 byte below 0x09 for any message under 144 MiB; JSON text never does). Every
 input is read as a stream: JSON Lines one line at a time, messages one at a
 time, so memory holds the spans kept, not the file. A single pretty-printed
-JSON document is the exception: it is read whole. :func:`read_traces` reads
+JSON document is the exception: it is read whole. Every size is bounded
+(:mod:`.limits`): a line, a document, a message, what a compressed file
+inflates to, and how much input may pass without a span. :func:`read_traces` reads
 files twice to keep whole traces in the same bounded memory.
 """
 
