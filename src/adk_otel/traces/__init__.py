@@ -3,9 +3,10 @@
 Trace files in every layout the Collector's ``file`` exporter writes
 (:mod:`.files`, bounded by :mod:`.limits`), the OTLP JSON codec
 (:mod:`.otlp_json`), the span-record model (:mod:`.model`), span queries
-(:mod:`.query`), expected-tree assertions (:mod:`.expect`), the tree renderer (:mod:`.render`) and the JSON report
-(:mod:`.report_json`). None of it knows ADK's runtime or imports anything of
-adk-otel but :mod:`adk_otel.semconv`, so the CLI and CI tooling read traces
+(:mod:`.query`), expected-tree assertions (:mod:`.expect`), the tree
+renderer (:mod:`.render`) and the JSON report (:mod:`.report_json`). None of
+it knows ADK's runtime or imports anything of adk-otel but
+:mod:`adk_otel.semconv`, so the CLI and CI tooling read traces
 without loading an agent framework.
 
 ::
