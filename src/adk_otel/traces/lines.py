@@ -70,7 +70,7 @@ class BoundedLines:
         self._pos = 0
         self._number = 1
         self._run = 0  # blank space since the last line
-        self.consumed = 0
+        self.consumed: int = 0
 
     def __iter__(self) -> BoundedLines:
         return self
