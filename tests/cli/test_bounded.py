@@ -153,6 +153,14 @@ def test_gzip_bombs(tmp_path) -> None:
         assert result[3] < 30, "stopped after the limit, not after the gigabyte"
 
 
+def test_text_that_starts_no_document_is_refused_at_its_first_line(tmp_path) -> None:
+    path = tmp_path / "yes.gz"  # `yes | gzip`: 1 GiB of "y" lines
+    path.write_bytes(gzip_bomb(b"y\n" * (MIB8 // 2), 128))
+    result = run_bounded("tree", str(path))
+    one_line_exit_2(result, f"{path}: line 1: invalid JSON (Expecting value)")
+    assert result[3] < 30
+
+
 def test_documents_without_spans_stop_at_the_limit(tmp_path) -> None:
     path = tmp_path / "empty-documents.gz"  # valid, endless, spanless
     path.write_bytes(gzip_bomb(b'{"resourceSpans": []}\n' * 100_000, 500))

@@ -173,7 +173,9 @@ def iter_text_documents(
             continue
         try:
             document = _loads(line, source)
-        except json.JSONDecodeError:
+        except json.JSONDecodeError as exc:
+            if line.lstrip("\ufeff \t\r\n")[:1] not in ("{", "["):  # no document starts here
+                raise OtlpJsonError(f"{source}: line {line_no}: invalid JSON ({exc.msg})") from None
             yield _whole(line, iterator, line_no, source, max_document)
             return
         yield f"{source}: line {line_no}", document
