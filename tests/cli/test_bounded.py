@@ -162,10 +162,25 @@ def test_text_that_starts_no_document_is_refused_at_its_first_line(tmp_path) -> 
 
 
 def test_documents_without_spans_stop_at_the_limit(tmp_path) -> None:
-    path = tmp_path / "empty-documents.gz"  # valid, endless, spanless
-    path.write_bytes(gzip_bomb(b'{"resourceSpans": []}\n' * 100_000, 500))
+    """Valid, endless, spanless: tiny ones stop by their number (each counts
+    1 KiB), larger ones by their bytes; in seconds either way."""
+    tiny = tmp_path / "empty-documents.gz"  # 22 bytes each, millions of them
+    tiny.write_bytes(gzip_bomb(b'{"resourceSpans": []}\n' * 100_000, 500))
+    messages = tmp_path / "empty-messages.gz"  # 6 bytes each, protobuf
+    messages.write_bytes(gzip_bomb(b"\x00\x00\x00\x02\x0a\x00" * (1 << 20), 100))
+    for path in (tiny, messages):
+        result = run_bounded("tree", str(path))
+        one_line_exit_2(
+            result,
+            "no span in 65537 documents or messages in a row from the start (the limit for"
+            " input without a span is 64 MiB",
+        )
+        assert result[3] < 30
+    metrics = tmp_path / "metrics-only.gz"  # 4 KiB documents of another signal
+    line = b'{"resourceMetrics": [], "padding": "' + b"m" * 4000 + b'"}\n'
+    metrics.write_bytes(gzip_bomb(line * 1000, 100))
     one_line_exit_2(
-        run_bounded("tree", str(path), "--max-without-spans-mb", "8"),
+        run_bounded("tree", str(metrics), "--max-without-spans-mb", "8"),
         "no span in more than 8 MiB of input from the start (the limit for input without a"
         " span is 8 MiB",
     )

@@ -32,7 +32,8 @@ class ReadLimits:
     """What one gzip or zstd file (or stdin) may inflate to in all."""
     without_spans: int = 64 * MIB
     """Input read without finding a single span before giving up (blank
-    lines, empty messages, metrics or logs only)."""
+    lines, empty messages, metrics or logs only); each document or message
+    counts at least 1 KiB."""
     spec: int = 1 * MIB
     """The YAML spec of ``adk-otel check``."""
 

@@ -26,6 +26,12 @@ class NumberedLine(bytes):
     number: int
 
 
+MIN_UNIT = 1024
+"""What a document or message without a span counts as, at least: parsing one
+costs microseconds whatever its size, so a flood of tiny empty ones (six
+bytes each, millions in a megabyte of gzip) stops after limit / 1 KiB of them."""
+
+
 class Spanless:
     """How far the input has gone without a span, against the limit."""
 
@@ -33,18 +39,23 @@ class Spanless:
         self._source = source
         self._limit = limit
         self._mark = 0
+        self._units = 0
         self._spans_seen = False
 
     def spans(self, consumed: int) -> None:
         """Spans were found in the input up to ``consumed`` bytes."""
         self._mark = consumed
+        self._units = 0
         self._spans_seen = True
 
     def check(self, consumed: int) -> None:
         """At the end of a document or message that held no span."""
+        self._units += 1
+        where = "after the last span" if self._spans_seen else "from the start"
         if consumed - self._mark > self._limit:
-            where = "after the last span" if self._spans_seen else "from the start"
             self._stop(f"no span in more than {mib(self._limit)} of input {where}")
+        if self._units * MIN_UNIT > self._limit:
+            self._stop(f"no span in {self._units} documents or messages in a row {where}")
 
     def check_run(self, size: int) -> None:
         """Inside a run of whitespace (which a pretty-printed document, still
