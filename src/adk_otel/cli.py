@@ -164,6 +164,8 @@ def load_spec(path: Path, limit: int | None = None) -> dict[str, Any]:
         raise UsageError(f"{path}: invalid YAML{where} ({problem})") from None
     except RecursionError:
         raise UsageError(f"{path}: nested too deeply to be a spec") from None
+    except ValueError as exc:  # an integer longer than Python converts
+        raise UsageError(f"{path}: not a spec ({str(exc).split(';', 1)[0]})") from None
     if spec is None:
         raise UsageError(f"{path}: the spec is empty")
     if not isinstance(spec, dict):

@@ -192,6 +192,33 @@ def test_a_pretty_document_is_capped_whole(collector_file: Path, tmp_path) -> No
     one_line_exit_2(run_bounded("tree", str(path)), "line 1: a JSON document longer than allowed")
 
 
+def test_integers_too_long_to_convert(capsys, collector_file: Path, tmp_path) -> None:
+    """Python converts integers of at most 4,300 digits: a longer one in a
+    trace file or the spec is bad input, not a traceback."""
+    from adk_otel.cli import main
+
+    huge = "9" * 5000
+    span = f'{{"traceId": "{"a" * 32}", "spanId": "{"b" * 16}", "startTimeUnixNano": {huge}}}'
+    for name, text in (
+        ("top.json", f'{{"resourceSpans": [], "x": {huge}}}\n'),
+        ("span.json", f'{{"resourceSpans": [{{"scopeSpans": [{{"spans": [{span}]}}]}}]}}\n'),
+    ):
+        (tmp_path / name).write_text(text)
+        assert main(["tree", str(tmp_path / name)]) == 2
+        out, err = capsys.readouterr()
+        assert (out, err) == (
+            "",
+            f"adk-otel: error: {tmp_path / name}: line 1: not OTLP JSON (Exceeds the limit"
+            " (4300 digits) for integer string conversion: value has 5000 digits)\n",
+        )
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(f"traces: {huge}\n")
+    assert main(["check", str(collector_file), "--expect", str(spec)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith(f"adk-otel: error: {spec}: not a spec (Exceeds the limit")
+    assert err.count("\n") == 1
+
+
 def test_the_spec_is_bounded(collector_file: Path) -> None:
     one_line_exit_2(
         run_bounded("check", str(collector_file), "--expect", "/dev/zero"),

@@ -182,7 +182,7 @@ def test_bad_specs_exit_2_with_one_line(
         ('{"resourceMetrics": []}\n', "holds metrics or logs only, no traces"),
         ("hello\n", "line 1: invalid JSON (Expecting value)"),
         ('{"spans": []}\n', 'line 1: not OTLP JSON traces (no "resourceSpans"; keys: spans)'),
-        ("[" * 100_000 + "]" * 100_000, "nested too deeply to be OTLP JSON"),
+        ("[" * 100_000 + "]" * 100_000, "line 1: nested too deeply to be OTLP JSON"),
         (
             _one_span('"startTimeUnixNano": "--5"'),
             "line 1: not valid OTLP JSON (resourceSpans[0].scopeSpans[0].spans[0]."

@@ -172,7 +172,7 @@ def iter_text_documents(
         if not line.strip():
             continue
         try:
-            document = _loads(line, source)
+            document = _loads(line, f"{source}: line {line_no}")
         except json.JSONDecodeError as exc:
             if line.lstrip("\ufeff \t\r\n")[:1] not in ("{", "["):  # no document starts here
                 raise OtlpJsonError(f"{source}: line {line_no}: invalid JSON ({exc.msg})") from None
@@ -251,11 +251,17 @@ def _whole(
 
 
 def _loads(text: str, where: str) -> Any:
-    """``json.loads``, with nesting too deep for the parser reported as bad input."""
+    """``json.loads``, with nesting too deep for the parser, or an integer
+    longer than Python converts (4,300 digits), reported as bad input."""
     try:
         return json.loads(text)
     except RecursionError:
         raise OtlpJsonError(f"{where}: nested too deeply to be OTLP JSON") from None
+    except json.JSONDecodeError:
+        raise
+    except ValueError as exc:
+        reason = str(exc).split(";", 1)[0]
+        raise OtlpJsonError(f"{where}: not OTLP JSON ({reason})") from None
 
 
 # -- decoding (plain JSON, not protobuf's ParseDict: ten times faster) -------------
