@@ -11,6 +11,7 @@ repeating one compressed member or block.
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import resource
 import subprocess
@@ -217,6 +218,39 @@ def test_integers_too_long_to_convert(capsys, collector_file: Path, tmp_path) ->
     out, err = capsys.readouterr()
     assert out == "" and err.startswith(f"adk-otel: error: {spec}: not a spec (Exceeds the limit")
     assert err.count("\n") == 1
+
+
+def test_a_chain_of_50000_spans_prints_in_linear_space(tmp_path) -> None:
+    """Each span the child of the one before, all failed with one message: the
+    text tree's indentation stops growing past a depth (else 50,000 lines of up
+    to 150,000 characters: gigabytes), and the message is shown once, found in
+    one pass (else each span searches all below it)."""
+    count = 50_000
+    spans = [
+        {
+            "traceId": "a" * 32,
+            "spanId": f"{i + 1:016x}",
+            **({"parentSpanId": f"{i:016x}"} if i else {}),
+            "name": f"s{i}",
+            "startTimeUnixNano": str(i + 1),
+            "endTimeUnixNano": str(2 * count - i),
+            "status": {"code": 2, "message": "boom"},
+        }
+        for i in range(count)
+    ]
+    path = tmp_path / "chain.json"
+    path.write_text(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}))
+    for form in ([], ["--normalized"]):
+        code, out, err, _ = run_bounded("tree", str(path), "--no-color", *form)
+        assert (code, err) == (0, "")
+        lines = out.splitlines()
+        assert len(lines) == count
+        assert max(map(len, lines)) < 250
+    # The readable form shows the message once, on the deepest span.
+    assert out.count("boom") == count  # the snapshot form: on every span
+    code, out, _, _ = run_bounded("tree", str(path), "--no-color")
+    assert out.count("boom") == 1
+    assert out.splitlines()[-1].endswith(f"[{count - 1}] s{count - 1}  ERROR 0.0ms  [boom]")
 
 
 def test_the_spec_is_bounded(collector_file: Path) -> None:

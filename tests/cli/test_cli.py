@@ -314,7 +314,12 @@ def test_a_trace_deeper_than_the_recursion_limit_is_drawn(capsys, tmp_path) -> N
     code, out, _ = run_cli(capsys, "tree", str(path))
     assert code == 0
     lines = out.splitlines()
-    assert len(lines) == 3000 and lines[-1].lstrip(" └─").startswith("s2999")
+    assert len(lines) == 3000 and lines[-1].lstrip(" └─").startswith("[2999] s2999")
+    # Past MAX_DRAWN_DEPTH the indentation stops growing: output linear in the spans.
+    assert max(len(line) for line in lines) < 200
+    assert lines[48] == " " * 141 + "└─ s48  UNSET 0.0ms"
+    assert lines[49] == " " * 144 + "└─ [49] s49  UNSET 0.0ms"
+    assert lines[50] == " " * 144 + "└─ [50] s50  UNSET 0.0ms"
 
 
 def test_a_lone_surrogate_in_a_span_name_is_printed_readably(capsys, tmp_path) -> None:
