@@ -251,6 +251,13 @@ def test_a_chain_of_50000_spans_prints_in_linear_space(tmp_path) -> None:
     code, out, _, _ = run_bounded("tree", str(path), "--no-color")
     assert out.count("boom") == 1
     assert out.splitlines()[-1].endswith(f"[{count - 1}] s{count - 1}  ERROR 0.0ms  [boom]")
+    # A spec's ``under`` finds every descendant in one walk, not each span's ancestors.
+    spec = tmp_path / "under.yaml"
+    entry = f'  - name_matches: "."\n    under: {{name: s0}}\n    count: {count - 1}\n'
+    spec.write_text("spans:\n" + entry)
+    code, out, err, took = run_bounded("check", str(path), "--expect", str(spec))
+    assert (code, err) == (0, ""), out
+    assert took < 30
 
 
 def test_the_spec_is_bounded(collector_file: Path) -> None:
