@@ -554,9 +554,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _error(message: str) -> None:
-    """One line on stderr, if there is a stderr."""
+    """One line on stderr, if there is a stderr (a line end in a file name
+    or a quoted value is escaped: the message stays one line)."""
     if sys.stderr is not None:
-        print(f"{PROG}: error: {message}", file=sys.stderr)
+        one_line = message.replace("\r", "\\r").replace("\n", "\\n")
+        print(f"{PROG}: error: {one_line}", file=sys.stderr)
 
 
 def _reader_gone() -> None:

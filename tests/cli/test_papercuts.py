@@ -125,3 +125,10 @@ def test_an_unknown_flag_shows_its_command_usage(
     assert (code, out) == (2, "")
     assert err.startswith(f"usage: adk-otel {command} ")
     assert err.endswith(f"adk-otel {command}: error: unrecognized arguments: --bogus\n")
+
+
+def test_an_error_is_one_line_whatever_the_file_is_called(capsys, tmp_path) -> None:
+    odd = tmp_path / "two\nlines.json"
+    code, out, err = run_cli(capsys, "tree", str(odd))
+    assert (code, out) == (2, "")
+    assert err == f"adk-otel: error: {tmp_path}/two\\nlines.json: no such file\n"
