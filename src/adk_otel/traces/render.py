@@ -129,18 +129,10 @@ def _line(record: SpanRecord, *, show_message: bool, colour: bool, orphan: bool)
     return "  ".join(parts)
 
 
-def _shows_message(node: SpanNode) -> bool:
-    """Show the error message here unless a descendant already shows the same one."""
-    message = node.record.status_description
-    if not message:
-        return True
-    return not any(n.record.status_description == message for n, depth in node.walk() if depth > 0)
-
-
 def _messages_below(forest: Forest) -> set[tuple[int, str]]:
     """``(id(node), message)`` for every node with a descendant whose status
-    message is ``message``: what :func:`_shows_message` asks, for the whole
-    forest in one pass (each ancestor is marked once per message, so a deep
+    message is ``message`` (a message is shown on the deepest span with it
+    only), for the whole forest in one pass (each ancestor is marked once per message, so a deep
     chain costs its length, not its length squared)."""
     below: set[tuple[int, str]] = set()
     for root in forest.roots:
