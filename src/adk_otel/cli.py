@@ -25,8 +25,14 @@ both, both must hold. With ``--service``, files are read twice (first for
 the trace ids), so memory still holds only the traces kept; stdin is read
 once, its spans held until the end.
 ``--format json`` prints one JSON object (shape: docs/testing.md).
-Exit codes: 0 fine, 1 the check failed (the actual tree and every failed
-expectation are printed), 2 unusable input (one line on stderr).
+Reading is bounded, so no file can take unbounded memory or time (sizes in
+MiB; each flag also has an ``ADK_OTEL_MAX_<NAME>_MB`` variable): one JSON
+line or document ``--max-document-mb`` (default 64), one protobuf message
+or inflated zstd frame ``--max-message-mb`` (64), what one gzip or zstd
+file may inflate to ``--max-inflated-mb`` (4096), input read without a
+single span ``--max-without-spans-mb`` (64), the spec ``--max-spec-mb`` (1).
+Over a limit is unusable input. A FIFO or stdin with no writer blocks, as
+any reader of a pipe does, until something writes to it or closes it.
 
 Spec format (YAML; unknown keys are rejected, naming the key)::
 
@@ -71,12 +77,14 @@ import os
 import re
 import sys
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from . import cli_compare, sanitize
 from .traces.expect import parse_tree, render_expected, tree_mismatch, unknown_key
 from .traces.files import read_records, read_traces
+from .traces.limits import NAMES, ReadLimits, flag_name, over, parse_mib
 from .traces.model import Forest, SpanRecord
 from .traces.otlp_json import OtlpJsonError
 from .traces.query import SpanQuery, SpecError
@@ -132,15 +140,23 @@ def _spec_loader() -> Any:
     return SpecLoader
 
 
-def load_spec(path: Path) -> dict[str, Any]:
+def load_spec(path: Path, limit: int | None = None) -> dict[str, Any]:
+    """The spec at ``path``, at most ``limit`` bytes (default: the spec limit)."""
     import yaml
 
+    limit = ReadLimits().spec if limit is None else limit
     try:
-        text = path.read_text(encoding="utf-8")
+        with open(path, "rb") as handle:
+            data = handle.read(limit + 1)
+        if len(data) > limit:
+            raise UsageError(over(str(path), "larger than allowed", "spec", limit))
+        text = data.decode("utf-8")
     except FileNotFoundError:
         raise UsageError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{path}: cannot read the spec ({exc})") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"{path}: cannot read the spec (not UTF-8 text)") from None
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read the spec ({exc.strerror or exc})") from None
     try:
         spec = yaml.load(text, Loader=_spec_loader())
     except yaml.YAMLError as exc:
@@ -150,6 +166,8 @@ def load_spec(path: Path) -> dict[str, Any]:
         raise UsageError(f"{path}: invalid YAML{where} ({problem})") from None
     except RecursionError:
         raise UsageError(f"{path}: nested too deeply to be a spec") from None
+    except ValueError as exc:  # an integer longer than Python converts
+        raise UsageError(f"{path}: not a spec ({str(exc).split(';', 1)[0]})") from None
     if spec is None:
         raise UsageError(f"{path}: the spec is empty")
     if not isinstance(spec, dict):
@@ -285,8 +303,9 @@ def _read(args: argparse.Namespace) -> list[SpanRecord]:
         if not _TRACE_ID.fullmatch(value):
             raise UsageError(f"--trace-id {value!r}: a trace id is 32 hex digits")
     services = set(args.service or ())
+    limits = read_limits(args)
     if not trace_ids and not services:
-        return read_records(args.files)
+        return read_records(args.files, limits=limits)
     read = 0
 
     def keep(record: SpanRecord) -> bool:
@@ -297,12 +316,22 @@ def _read(args: argparse.Namespace) -> list[SpanRecord]:
         )
 
     if services:  # whole traces, as a trace search by service finds them
-        records = read_traces(args.files, keep, trace_ids or None)
+        records = read_traces(args.files, keep, trace_ids or None, limits=limits)
     else:
-        records = read_records(args.files, keep)
+        records = read_records(args.files, keep, limits=limits)
     if not records:
         raise UsageError(f"no span matches {_filters(args)} ({read} spans read)")
     return records
+
+
+def read_limits(args: argparse.Namespace) -> ReadLimits:
+    """The environment's limits (``ADK_OTEL_MAX_*_MB``), then the flags'."""
+    try:
+        limits = ReadLimits.from_env()
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    given = {name: getattr(args, f"max_{name}_mb", None) for name in NAMES}
+    return replace(limits, **{name: size for name, size in given.items() if size is not None})
 
 
 def _filters(args: argparse.Namespace) -> str:
@@ -327,7 +356,7 @@ def cmd_tree(args: argparse.Namespace) -> tuple[int, str]:
 
 
 def cmd_check(args: argparse.Namespace) -> tuple[int, str]:
-    spec = load_spec(Path(args.expect))
+    spec = load_spec(Path(args.expect), read_limits(args).spec)
     try:
         run_check([], spec)  # a malformed spec is reported whatever the traces hold
     except SpecError as exc:
@@ -351,7 +380,10 @@ def cmd_check(args: argparse.Namespace) -> tuple[int, str]:
 def cmd_demo(argv: Sequence[str]) -> int:
     from . import demo
 
-    return int(demo.main(list(argv)) or 0)
+    try:
+        return int(demo.main(list(argv)) or 0)
+    except SystemExit as exc:  # --help, or a usage error already printed
+        return exc.code if isinstance(exc.code, int) else EXIT_BAD_INPUT
 
 
 def use_colour(flag: bool | None) -> bool:
@@ -368,6 +400,11 @@ def use_colour(flag: bool | None) -> bool:
 
 _FILE_HELP = (__doc__ or "").split("``FILE`` is", 1)[-1].split("Spec format", 1)[0]
 _FILE_HELP = ("FILE is" + _FILE_HELP).replace("``", "").strip()
+_TREE_EXIT = "Exit codes: 0 fine, 2 unusable input (one line on stderr)."
+_CHECK_EXIT = (
+    "Exit codes: 0 the check passed, 1 it failed (the actual tree and every failed\n"
+    "expectation are printed), 2 unusable input (one line on stderr)."
+)
 _SPEC_HELP = "Spec format" + (__doc__ or "").split("Spec format", 1)[-1].replace("``", "").rstrip()
 
 
@@ -408,6 +445,37 @@ def _input_arguments(parser: argparse.ArgumentParser) -> None:
         default="text",
         help="text (default) or one JSON object, for machines (shape: docs/testing.md)",
     )
+    limit_arguments(parser, [name for name in NAMES if name != "spec"])
+
+
+_LIMIT_HELP = {
+    "document": "one JSON line or document",
+    "message": "one protobuf message or inflated zstd frame",
+    "inflated": "what one gzip or zstd file may inflate to",
+    "without_spans": "input read without finding a span",
+    "spec": "the YAML spec",
+}
+
+
+def limit_arguments(parser: argparse.ArgumentParser, names: Sequence[str]) -> None:
+    """``--max-<name>-mb`` flags (see :class:`~adk_otel.traces.limits.ReadLimits`)."""
+    defaults = ReadLimits()
+    group = parser.add_argument_group("limits (MiB; also ADK_OTEL_MAX_<NAME>_MB)")
+    for name in names:
+        group.add_argument(
+            flag_name(name),
+            type=_mib_flag,
+            metavar="MB",
+            help=f"{_LIMIT_HELP[name]} (default {getattr(defaults, name) >> 20})",
+        )
+
+
+def _mib_flag(raw: str) -> int:
+    """A ``--max-*-mb`` value, as bytes."""
+    try:
+        return parse_mib(raw, "limit")
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{raw!r} is not a positive number of MiB") from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -419,7 +487,7 @@ def build_parser() -> argparse.ArgumentParser:
     tree = commands.add_parser(
         "tree",
         help="print the span tree of an OTLP JSON file",
-        epilog=_FILE_HELP,
+        epilog=_FILE_HELP + "\n\n" + _TREE_EXIT,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _input_arguments(tree)
@@ -428,20 +496,28 @@ def build_parser() -> argparse.ArgumentParser:
     check = commands.add_parser(
         "check",
         help="check an OTLP JSON file against a YAML spec",
-        epilog=_FILE_HELP + "\n\n" + _SPEC_HELP,
+        epilog=_FILE_HELP + "\n\n" + _SPEC_HELP + "\n\n" + _CHECK_EXIT,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _input_arguments(check)
     check.add_argument("--expect", required=True, metavar="SPEC", help="YAML spec to check")
+    limit_arguments(check, ["spec"])
     _colour_flag(check)
-    cli_compare.add_commands(commands)
+    cli_compare.add_commands(
+        commands, lambda parser: limit_arguments(parser, [n for n in NAMES if n != "spec"])
+    )
     commands.add_parser("demo", help="run the demo app (arguments are passed on)")
+    for command in commands.choices.values():  # a bad argument gets its command's usage
+        command.set_defaults(command_parser=command)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit code."""
     args_list = list(sys.argv[1:] if argv is None else argv)
+    if sys.stdout is None:  # started with stdout closed (`>&-`)
+        _error("stdout is closed, nowhere to write")
+        return EXIT_BAD_INPUT
     if args_list[:1] == ["demo"]:
         try:
             return cmd_demo(args_list[1:])
@@ -449,16 +525,26 @@ def main(argv: Sequence[str] | None = None) -> int:
             _reader_gone()
             return 0
     try:
-        args = build_parser().parse_args(args_list)
+        parser = build_parser()
+        args, extra = parser.parse_known_args(args_list)
+        if extra:
+            command_parser = getattr(args, "command_parser", parser)
+            command_parser.error(f"unrecognized arguments: {' '.join(extra)}")
     except SystemExit as exc:  # --help, or a usage error already printed
         return int(exc.code or 0) if not isinstance(exc.code, str) else EXIT_BAD_INPUT
     try:
         code, output = _dispatch(args)
     except (UsageError, OtlpJsonError, SpecError, OSError) as exc:
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        _error(str(exc))
         return EXIT_BAD_INPUT
     except RecursionError:
-        print(f"{PROG}: error: the input is nested too deeply to process", file=sys.stderr)
+        _error("the input is nested too deeply to process")
+        return EXIT_BAD_INPUT
+    except MemoryError:
+        _error(
+            "out of memory holding the traces; keep fewer (--trace-id, --service) or lower"
+            " the reading limits (--max-document-mb, --max-message-mb)"
+        )
         return EXIT_BAD_INPUT
     try:
         # A span name or value read from a file can hold a lone surrogate: escaped, not fatal.
@@ -466,15 +552,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()
     except BrokenPipeError:  # `adk-otel tree ... | head`
         _reader_gone()
+    except OSError as exc:  # a full disk, a closed descriptor
+        _error(f"cannot write the output ({exc.strerror or exc})")
+        return EXIT_BAD_INPUT
     return code
 
 
 def _dispatch(args: argparse.Namespace) -> tuple[int, str]:
     if args.command == "summarize":
-        return cli_compare.cmd_summarize(args)
+        return cli_compare.cmd_summarize(args, read_limits(args))
     if args.command == "compare":
-        return cli_compare.cmd_compare(args, use_colour(args.color))
+        return cli_compare.cmd_compare(args, use_colour(args.color), read_limits(args))
     return cmd_tree(args) if args.command == "tree" else cmd_check(args)
+
+
+def _error(message: str) -> None:
+    """One line on stderr, if there is a stderr (a line end in a file name
+    or a quoted value is escaped: the message stays one line)."""
+    if sys.stderr is not None:
+        one_line = message.replace("\r", "\\r").replace("\n", "\\n")
+        print(f"{PROG}: error: {one_line}", file=sys.stderr)
 
 
 def _reader_gone() -> None:

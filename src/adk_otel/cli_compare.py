@@ -14,9 +14,11 @@ for stdin on one side) or a summary file. Exit codes: 0 no gate tripped,
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .traces.limits import ReadLimits
 from .traces.otlp_json import OtlpJsonError
 from .traces.regression import Regression, compare, summarize_files
 from .traces.summary_file import dumps
@@ -34,8 +36,9 @@ gate) and beyond its threshold; without --fail-on the report is shown and the
 exit code is 0. Guide: docs/compare.md."""
 
 
-def add_commands(commands: Any) -> None:
-    """The two subcommands, added to the CLI's subparsers."""
+def add_commands(commands: Any, limit_arguments: Callable[[argparse.ArgumentParser], None]) -> None:
+    """The two subcommands, added to the CLI's subparsers; ``limit_arguments``
+    adds the trace-file reading limits (``--max-*-mb``) to a parser."""
     summarize = commands.add_parser(
         "summarize",
         help="write a baseline summary of the runs in trace files",
@@ -47,6 +50,7 @@ def add_commands(commands: Any) -> None:
     )
     summarize.add_argument("-o", "--output", required=True, metavar="FILE", help="summary file")
     _group_by(summarize)
+    limit_arguments(summarize)
     compare_parser = commands.add_parser(
         "compare",
         help="compare two sets of runs; gate CI on regressions",
@@ -65,6 +69,7 @@ def add_commands(commands: Any) -> None:
         "--format", choices=("text", "markdown", "json"), default="text", help="report format"
     )
     _group_by(compare_parser)
+    limit_arguments(compare_parser)
     compare_parser.add_argument(
         "--color",
         action=argparse.BooleanOptionalAction,
@@ -83,8 +88,8 @@ def _group_by(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def cmd_summarize(args: argparse.Namespace) -> tuple[int, str]:
-    summary = summarize_files(args.files, args.group_by or ())
+def cmd_summarize(args: argparse.Namespace, limits: ReadLimits) -> tuple[int, str]:
+    summary = summarize_files(args.files, args.group_by or (), limits=limits)
     output = Path(args.output)
     try:
         output.write_text(dumps(summary), encoding="utf-8")
@@ -96,13 +101,14 @@ def cmd_summarize(args: argparse.Namespace) -> tuple[int, str]:
     )
 
 
-def cmd_compare(args: argparse.Namespace, color: bool) -> tuple[int, str]:
+def cmd_compare(args: argparse.Namespace, color: bool, limits: ReadLimits) -> tuple[int, str]:
     result: Regression = compare(
         args.baseline,
         args.candidate,
         fail_on=args.fail_on,
         alpha=args.alpha,
         group_by=args.group_by,
+        limits=limits,
     )
     if args.format == "text":
         return result.exit_code, result.report("text", color=color)

@@ -8,7 +8,8 @@ agent above it and the invocation. No network and no API key are needed.
 
 With ``OTEL_EXPORTER_OTLP_ENDPOINT`` set, the same spans also go over OTLP
 (e.g. to the collector of ``docker compose up``); ``--json FILE`` writes them
-as the collector's file exporter would, for ``adk-otel tree`` / ``check``.
+as the collector's file exporter would, for ``adk-otel tree`` / ``check``
+(replacing FILE; ``--append`` adds this run's trace to it).
 
 ``--remote`` runs the payments agent as a service of its own in a second
 process, over A2A (``demo_remote.py``): the printed tree is one trace across
@@ -23,7 +24,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import IO, Any
 
 APP_NAME = "shop"
 
@@ -117,14 +118,43 @@ async def run_once(app: Any) -> BaseException | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="adk-otel demo", description=__doc__.splitlines()[0])
-    parser.add_argument("--json", metavar="FILE", help="also write the trace as OTLP JSON")
+    parser = argparse.ArgumentParser(
+        prog="adk-otel demo",
+        description=(__doc__ or "").replace("``", ""),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--json", metavar="FILE", help="also write the trace as OTLP JSON (FILE is replaced)"
+    )
+    parser.add_argument(
+        "--append", action="store_true", help="with --json: add to FILE instead of replacing it"
+    )
     parser.add_argument(
         "--remote",
         action="store_true",
         help="serve the payments agent from a second process over A2A (needs a2a-sdk)",
     )
     args = parser.parse_args(argv)
+    if args.append and not args.json:
+        parser.error("--append needs --json FILE")
+    json_file = None
+    if args.json:  # checked before the demo runs, not after
+        try:
+            json_file = open(args.json, "a" if args.append else "w", encoding="utf-8")  # noqa: SIM115
+        except OSError as exc:
+            print(
+                f"adk-otel demo: error: --json {args.json}: cannot write ({exc.strerror or exc})",
+                file=sys.stderr,
+            )
+            return 2
+    try:
+        return _run(args, json_file)
+    finally:
+        if json_file is not None:
+            json_file.close()
+
+
+def _run(args: argparse.Namespace, json_file: IO[str] | None) -> int:
 
     import warnings
 
@@ -155,7 +185,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except ImportError:
             print("adk-otel demo --remote needs the A2A SDK: pip install 'adk-otel[a2a]'")
             return 2
-        return _run_remote(provider, memory, args.json, endpoint)
+        return _run_remote(provider, memory, json_file, endpoint)
     app = adk_otel.instrument(build_app(), tracer_provider=provider)
 
     error = asyncio.run(run_once(app))
@@ -166,11 +196,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"\nrun failed as scripted: {type(error).__name__}: {error}")
     if endpoint:
         print(_export_report(provider, endpoint))
-    if args.json:
+    if json_file is not None:
         from .traces.otlp_json import write_spans
 
-        write_spans(args.json, spans)
-        print(f"trace written to {args.json}")
+        write_spans(json_file, spans)
+        print(f"trace {'added' if args.append else 'written'} to {args.json}")
     provider.shutdown()
     return 0
 
@@ -188,7 +218,7 @@ def _export_report(provider: Any, endpoint: str) -> str:
     return f"{processor.exported} of {processor.ended} span(s) accepted by {where}"
 
 
-def _run_remote(provider: Any, memory: Any, json_path: str | None, endpoint: str | None) -> int:
+def _run_remote(provider: Any, memory: Any, json_file: IO[str] | None, endpoint: str | None) -> int:
     """The two-process demo: this process calls the payments service, which
     exports its spans over OTLP to a receiver started here (and on to
     ``endpoint`` when one is set: its own OTEL_* variables name it)."""
@@ -225,12 +255,12 @@ def _run_remote(provider: Any, memory: Any, json_path: str | None, endpoint: str
         if error is not None:
             print(f"\nrun failed: {type(error).__name__}: {error}")
         print(f"\none trace across two processes: this one and {SERVICE_APP} ({service.url})")
-        if json_path:
+        if json_file is not None:
             from .traces.otlp_json import write_requests, write_spans
 
-            write_spans(json_path, spans)
-            write_requests(json_path, receiver.requests)
-            print(f"trace written to {json_path}")
+            write_spans(json_file, spans)
+            write_requests(json_file, receiver.requests)
+            print(f"trace written to {json_file.name}")
     provider.shutdown()
     return 0
 

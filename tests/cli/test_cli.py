@@ -182,7 +182,7 @@ def test_bad_specs_exit_2_with_one_line(
         ('{"resourceMetrics": []}\n', "holds metrics or logs only, no traces"),
         ("hello\n", "line 1: invalid JSON (Expecting value)"),
         ('{"spans": []}\n', 'line 1: not OTLP JSON traces (no "resourceSpans"; keys: spans)'),
-        ("[" * 100_000 + "]" * 100_000, "nested too deeply to be OTLP JSON"),
+        ("[" * 100_000 + "]" * 100_000, "line 1: nested too deeply to be OTLP JSON"),
         (
             _one_span('"startTimeUnixNano": "--5"'),
             "line 1: not valid OTLP JSON (resourceSpans[0].scopeSpans[0].spans[0]."
@@ -314,7 +314,12 @@ def test_a_trace_deeper_than_the_recursion_limit_is_drawn(capsys, tmp_path) -> N
     code, out, _ = run_cli(capsys, "tree", str(path))
     assert code == 0
     lines = out.splitlines()
-    assert len(lines) == 3000 and lines[-1].lstrip(" └─").startswith("s2999")
+    assert len(lines) == 3000 and lines[-1].lstrip(" └─").startswith("[2999] s2999")
+    # Past MAX_DRAWN_DEPTH the indentation stops growing: output linear in the spans.
+    assert max(len(line) for line in lines) < 200
+    assert lines[48] == " " * 141 + "└─ s48  UNSET 0.0ms"
+    assert lines[49] == " " * 144 + "└─ [49] s49  UNSET 0.0ms"
+    assert lines[50] == " " * 144 + "└─ [50] s50  UNSET 0.0ms"
 
 
 def test_a_lone_surrogate_in_a_span_name_is_printed_readably(capsys, tmp_path) -> None:
@@ -328,10 +333,20 @@ def test_a_lone_surrogate_in_a_span_name_is_printed_readably(capsys, tmp_path) -
 
 
 def test_each_subcommand_help_shows_its_formats_and_exit_codes(capsys) -> None:
-    for command in ("tree", "check"):
+    exit_codes = {
+        "tree": "Exit codes: 0 fine, 2 unusable input",  # tree never fails a check
+        "check": "Exit codes: 0 the check passed, 1 it failed",
+    }
+    for command, codes in exit_codes.items():
         assert main([command, "--help"]) == 0
         out = capsys.readouterr().out
-        assert "Exit codes: 0 fine, 1 the check failed" in out, command
+        assert codes in out, command
         assert "FILE is OTLP JSON" in out
+        assert "--max-document-mb MB" in out and "ADK_OTEL_MAX_<NAME>_MB" in out
+        assert "``" not in out
+    assert main(["tree", "--help"]) == 0
+    assert "1 it failed" not in capsys.readouterr().out
     assert main(["check", "--help"]) == 0
-    assert "allow_unended" in capsys.readouterr().out, "the spec format is described"
+    out = capsys.readouterr().out
+    assert "allow_unended" in out, "the spec format is described"
+    assert "--max-spec-mb MB" in out

@@ -144,8 +144,14 @@ def test_a_broken_tool_trips_the_errors_gate_only(trace_sets) -> None:
 
 def test_a_detour_trips_path_calls_and_tokens_and_shows_where_it_diverges(trace_sets) -> None:
     # The detour costs a model call more, and that call's tokens: three gates, rightly.
+    # It also takes longer (a tool call and a model call more), so whether the
+    # latency gate trips depends on how busy the machine was: either is right.
     result = compare(trace_sets["baseline"], trace_sets["detour"])
-    assert result.tripped_gates == ["calls", "path", "tokens"], result.report()
+    tripped = set(result.tripped_gates)
+    assert {"calls", "path", "tokens"} <= tripped <= {"calls", "path", "tokens", "latency"}, (
+        result.report()
+    )
+    assert "errors" not in tripped
     (divergence,) = result.comparison.groups[0].divergences
     assert (divergence.step, divergence.after) == (2, "agent:root")
     assert (divergence.baseline_step, divergence.candidate_step) == (None, "tool:search")

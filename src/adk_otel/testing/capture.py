@@ -127,6 +127,31 @@ class TraceCapture:
                 f"{len(unended)} span(s) started and never ended: {names}\n\n{self.tree()}"
             )
 
+    def save(self, path: str | Path, *, append: bool = False) -> Path:
+        """Write the spans as OTLP JSON, the file format ``adk-otel tree``,
+        ``check`` and ``compare`` read; returns the path.
+
+        Finished spans are written as the OTLP exporter sends them, spans still
+        open after them without an end time (the CLI shows them as never ended).
+        The file is replaced unless ``append``; its directory must exist.
+        """
+        from ..traces.otlp_json import spans_to_line
+
+        target = Path(path)
+        finished = self.exporter.get_finished_spans()
+        done = {(s.context.trace_id, s.context.span_id) for s in finished if s.context}
+        lines = [spans_to_line(finished)] if finished else []
+        unended = [
+            record
+            for record in self.unended
+            if (int(record.trace_id, 16), int(record.span_id, 16)) not in done
+        ]
+        if unended:
+            lines.append(spans_to_line(unended))
+        with open(target, "a" if append else "w", encoding="utf-8") as handle:
+            handle.write("".join(line + "\n" for line in lines))
+        return target
+
     def clear(self) -> None:
         """Forget finished spans (open ones are still tracked)."""
         self.exporter.clear()

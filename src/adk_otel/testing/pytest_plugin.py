@@ -3,8 +3,9 @@
 * ``adk_trace``: a :class:`~adk_otel.testing.capture.TraceCapture` with a
   fresh tracer provider per test. ``adk_trace.instrument(runner)`` sends the
   runner's spans there; ``query()``, ``tree()``, ``assert_tree()`` and
-  ``snapshot(name)`` read them. The test fails at teardown if any span it
-  started was never ended.
+  ``snapshot(name)`` read them; ``save(path)`` writes them for the
+  ``adk-otel`` command. The test fails at teardown if any span it started
+  was never ended.
 * ``otlp_receiver``: an OTLP receiver (gRPC and HTTP) on loopback ports, for
   apps that export from another process.
 * ``--adk-otel-update-snapshots``: write or refresh golden files under

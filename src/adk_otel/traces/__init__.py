@@ -1,14 +1,15 @@
 """The reading half of adk-otel: exported traces as data.
 
 Trace files in every layout the Collector's ``file`` exporter writes
-(:mod:`.files`), the OTLP JSON codec (:mod:`.otlp_json`), the span-record model
-(:mod:`.model`), span queries (:mod:`.query`), expected-tree assertions
-(:mod:`.expect`), the tree renderer (:mod:`.render`), the JSON report
-(:mod:`.report_json`), and comparisons of sets of runs (:mod:`.regression`
-over :mod:`.runs`, :mod:`.stats`, :mod:`.paths`, :mod:`.comparison`,
-:mod:`.compare_report`, :mod:`.summary_file`). None of it knows ADK's
-runtime or imports anything of adk-otel but :mod:`adk_otel.semconv`, so the
-CLI and CI tooling read traces without loading an agent framework.
+(:mod:`.files`, bounded by :mod:`.limits`), the OTLP JSON codec
+(:mod:`.otlp_json`), the span-record model (:mod:`.model`), span queries
+(:mod:`.query`), expected-tree assertions (:mod:`.expect`), the tree
+renderer (:mod:`.render`), the JSON report (:mod:`.report_json`), and
+comparisons of sets of runs (:mod:`.regression` over :mod:`.runs`,
+:mod:`.stats`, :mod:`.paths`, :mod:`.comparison`, :mod:`.compare_report`,
+:mod:`.summary_file`). None of it knows ADK's runtime or imports anything of
+adk-otel but :mod:`adk_otel.semconv`, so the CLI and CI tooling read traces
+without loading an agent framework.
 
 ::
 
@@ -25,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .expect import assert_tree, tree_mismatch, unordered
     from .files import expand, iter_records, read_records, read_spans, read_traces
+    from .limits import ReadLimits
     from .model import Forest, SpanEvent, SpanNode, SpanRecord, as_records
     from .otlp_json import (
         OtlpJsonError,
@@ -46,6 +48,7 @@ _EXPORTS = {
     "read_records": ".files",
     "read_spans": ".files",
     "read_traces": ".files",
+    "ReadLimits": ".limits",
     "Forest": ".model",
     "SpanEvent": ".model",
     "SpanNode": ".model",
@@ -70,6 +73,7 @@ __all__ = [
     "Forest",
     "OtlpJsonError",
     "OtlpJsonFileExporter",
+    "ReadLimits",
     "Regression",
     "SpanEvent",
     "SpanNode",

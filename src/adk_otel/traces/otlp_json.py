@@ -19,6 +19,7 @@ import base64
 import binascii
 import json
 import re
+import sys
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -28,7 +29,9 @@ from google.protobuf import json_format
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
-from .model import SpanEvent, SpanRecord
+from .limits import over
+from .model import SpanEvent, SpanRecord, as_records
+from .record_json import records_to_dict
 
 _ID_FIELDS = ("traceId", "spanId", "parentSpanId")
 _OTHER_SIGNALS = ("resourceMetrics", "resourceLogs", "resourceProfiles")
@@ -54,12 +57,23 @@ def request_to_line(request: Any) -> str:
 
 
 def spans_to_line(spans: Sequence[Any]) -> str:
-    """SDK ``ReadableSpan``s encoded the way the OTLP exporters send them, as one line."""
-    return request_to_line(encode_spans(spans))
+    """Spans as one line: SDK ``ReadableSpan``s encoded the way the OTLP
+    exporters send them; anything else :func:`~.model.as_records` accepts
+    (``SpanRecord``s, e.g. ``adk_trace.spans``; protobuf spans or requests)
+    through its records."""
+    if all(_is_sdk_span(span) for span in spans):
+        return request_to_line(encode_spans(spans))
+    document = records_to_dict(as_records(spans))
+    return json.dumps(document, separators=(",", ":"), ensure_ascii=False)
+
+
+def _is_sdk_span(span: Any) -> bool:
+    return hasattr(span, "get_span_context") and hasattr(span, "instrumentation_scope")
 
 
 def write_spans(destination: str | Path | IO[str], spans: Sequence[Any]) -> None:
-    """Append the SDK spans as one line to a path or an open text file."""
+    """Append the spans (SDK spans or ``SpanRecord``s, see :func:`spans_to_line`)
+    as one line to a path or an open text file."""
     _append(destination, [spans_to_line(spans)])
 
 
@@ -142,28 +156,34 @@ def document_records(document: Any, where: str) -> list[SpanRecord] | None:
         raise OtlpJsonError(f"{where}: not valid OTLP JSON ({exc})") from None
 
 
-def iter_text_documents(lines: Iterable[bytes | str], source: str) -> Iterator[tuple[str, Any]]:
+def iter_text_documents(
+    lines: Iterable[bytes | str], source: str, *, max_document: int | None = None
+) -> Iterator[tuple[str, Any]]:
     """``(where, parsed JSON)`` for each document, one line at a time (JSON
     Lines). If the first line is not JSON on its own, the input is taken as
-    one pretty-printed document and read whole."""
+    one pretty-printed document and read whole, up to ``max_document`` bytes.
+    A line with a ``number`` attribute gives its own line number (a reader
+    that skips blank lines says where each line was)."""
     iterator = iter(lines)
     line_no = 0
     for raw in iterator:
-        line_no += 1
+        line_no = getattr(raw, "number", line_no + 1)
         line = _text(raw, source, first=line_no == 1)
         if not line.strip():
             continue
         try:
-            document = _loads(line, source)
-        except json.JSONDecodeError:
-            yield _whole(line, iterator, line_no, source)
+            document = _loads(line, f"{source}: line {line_no}")
+        except json.JSONDecodeError as exc:
+            if line.lstrip("\ufeff \t\r\n")[:1] not in ("{", "["):  # no document starts here
+                raise OtlpJsonError(f"{source}: line {line_no}: invalid JSON ({exc.msg})") from None
+            yield _whole(line, iterator, line_no, source, max_document)
             return
         yield f"{source}: line {line_no}", document
         break
     else:
         raise OtlpJsonError(f"{source}: empty, no OTLP JSON in it")
     for raw in iterator:
-        line_no += 1
+        line_no = getattr(raw, "number", line_no + 1)
         line = _text(raw, source, first=False)
         if not line.strip():
             continue
@@ -181,12 +201,48 @@ def _text(raw: bytes | str, source: str, *, first: bool) -> str:
     try:
         return raw.decode("utf-8-sig" if first else "utf-8")
     except UnicodeDecodeError:
-        raise OtlpJsonError(f"{source}: not a text file, so not OTLP JSON") from None
+        raise OtlpJsonError(not_text(source)) from None
 
 
-def _whole(first: str, rest: Iterator[bytes | str], first_no: int, source: str) -> tuple[str, Any]:
+def not_text(source: str) -> str:
+    """What binary input that is no trace file is told."""
+    return (
+        f"{source}: not a text file, so not OTLP JSON (nor OTLP protobuf, which is read"
+        " length-prefixed as the collector writes it, or as one OTLP/HTTP request body)"
+    )
+
+
+def _whole(
+    first: str,
+    rest: Iterator[bytes | str],
+    first_no: int,
+    source: str,
+    max_document: int | None,
+) -> tuple[str, Any]:
     """The input from ``first`` on as one JSON document."""
-    text = first + "".join(_text(raw, source, first=False) for raw in rest)
+    limit = max_document if max_document is not None else sys.maxsize
+    remainder = getattr(rest, "remainder", None)
+    if remainder is not None:  # a bounded reader hands the rest over in one piece
+        data = remainder(max(limit - len(first), 0))
+        size = len(first) + len(data)
+        parts = [first, _text(data, source, first=False)] if size <= limit else []
+    else:
+        parts, size, line_no = [first], len(first), first_no
+        for raw in rest:
+            number = getattr(raw, "number", line_no + 1)
+            gap = number - line_no - 1  # blank lines a reader skipped: kept for line numbers
+            size += gap + len(raw)
+            if size > limit:
+                break
+            if gap > 0:
+                parts.append("\n" * gap)
+            parts.append(_text(raw, source, first=False))
+            line_no = number
+    if size > limit:
+        where = f"{source}: line {first_no}"
+        raise OtlpJsonError(over(where, "a JSON document longer than allowed", "document", limit))
+    text = "".join(parts)
+    del parts
     try:
         return f"{source}: line {first_no}", _loads(text, source)
     except json.JSONDecodeError as exc:
@@ -195,11 +251,17 @@ def _whole(first: str, rest: Iterator[bytes | str], first_no: int, source: str) 
 
 
 def _loads(text: str, where: str) -> Any:
-    """``json.loads``, with nesting too deep for the parser reported as bad input."""
+    """``json.loads``, with nesting too deep for the parser, or an integer
+    longer than Python converts (4,300 digits), reported as bad input."""
     try:
         return json.loads(text)
     except RecursionError:
         raise OtlpJsonError(f"{where}: nested too deeply to be OTLP JSON") from None
+    except json.JSONDecodeError:
+        raise
+    except ValueError as exc:
+        reason = str(exc).split(";", 1)[0]
+        raise OtlpJsonError(f"{where}: not OTLP JSON ({reason})") from None
 
 
 # -- decoding (plain JSON, not protobuf's ParseDict: ten times faster) -------------

@@ -184,9 +184,23 @@ class SpanQuery:
     def under(self, other: SpanQuery | SpanRecord | Iterable[SpanRecord]) -> SpanQuery:
         """Descendants (any depth) of the spans ``other`` selects."""
         label, keys = _selection(other)
+        cache: list[tuple[Forest, set[tuple[str, str]]]] = []
+
+        def descendants(forest: Forest) -> set[tuple[str, str]]:
+            # One walk, parents before children, for the whole forest: asking
+            # each span's ancestors costs depth squared on a deep trace.
+            if not cache or cache[0][0] is not forest:
+                inside: set[int] = set()
+                for node, _ in forest.walk():
+                    parent = node.parent
+                    if parent is not None and (id(parent) in inside or parent.record.key in keys()):
+                        inside.add(id(node))
+                keys_inside = {n.record.key for n, _ in forest.walk() if id(n) in inside}
+                cache[:] = [(forest, keys_inside)]
+            return cache[0][1]
+
         return self._with(
-            f"under ({label})",
-            lambda record, forest: any(a.key in keys() for a in forest.ancestors(record)),
+            f"under ({label})", lambda record, forest: record.key in descendants(forest)
         )
 
     def children_of(self, other: SpanQuery | SpanRecord | Iterable[SpanRecord]) -> SpanQuery:

@@ -24,6 +24,7 @@ from .compare_report import comparison_json, headline, render_markdown, render_t
 from .comparison import Comparison, parse_rules
 from .comparison import compare as compare_summaries
 from .files import iter_records
+from .limits import ReadLimits
 from .model import as_records
 from .otlp_json import OtlpJsonError
 from .runs import OutOfOrder, Summary, summarize
@@ -31,7 +32,9 @@ from .runs import OutOfOrder, Summary, summarize
 Source = str | Path | Summary | Iterable[Any]
 
 
-def summarize_files(arguments: Sequence[str], group_by: Sequence[str] = ()) -> Summary:
+def summarize_files(
+    arguments: Sequence[str], group_by: Sequence[str] = (), *, limits: ReadLimits | None = None
+) -> Summary:
     """The summary of every run in the trace files (streamed).
 
     Files are read first in export order (each run folded when its invocation
@@ -41,10 +44,11 @@ def summarize_files(arguments: Sequence[str], group_by: Sequence[str] = ()) -> S
     source = " ".join(arguments)
     if "-" not in arguments:
         try:
-            return _with_runs(summarize(iter_records(arguments), group_by, source, in_order=True))
+            records = iter_records(arguments, limits=limits)
+            return _with_runs(summarize(records, group_by, source, in_order=True))
         except OutOfOrder:
             pass
-    return _with_runs(summarize(iter_records(arguments), group_by, source))
+    return _with_runs(summarize(iter_records(arguments, limits=limits), group_by, source))
 
 
 def _with_runs(summary: Summary) -> Summary:
@@ -56,8 +60,14 @@ def _with_runs(summary: Summary) -> Summary:
     return summary
 
 
-def load_side(source: Source, group_by: Sequence[str] | None = None) -> Summary:
-    """One side as a summary. ``group_by`` None: a summary file's own grouping."""
+def load_side(
+    source: Source,
+    group_by: Sequence[str] | None = None,
+    *,
+    limits: ReadLimits | None = None,
+) -> Summary:
+    """One side as a summary. ``group_by`` None: a summary file's own grouping;
+    ``limits``: the trace-file reading limits (:class:`~.limits.ReadLimits`)."""
     if isinstance(source, Summary):
         summary = source
     elif isinstance(source, str | Path):
@@ -65,7 +75,7 @@ def load_side(source: Source, group_by: Sequence[str] | None = None) -> Summary:
         if summary_file.is_summary_file(text):
             summary = summary_file.load(text)
         else:
-            return summarize_files([text], group_by or ())
+            return summarize_files([text], group_by or (), limits=limits)
     else:
         summary = summarize(as_records(source), group_by or (), source="<spans>")
     if group_by is not None and tuple(group_by) != summary.group_by:
@@ -80,7 +90,11 @@ def load_side(source: Source, group_by: Sequence[str] | None = None) -> Summary:
 
 
 def load_sides(
-    baseline: Source, candidate: Source, group_by: Sequence[str] | None = None
+    baseline: Source,
+    candidate: Source,
+    group_by: Sequence[str] | None = None,
+    *,
+    limits: ReadLimits | None = None,
 ) -> tuple[Summary, Summary]:
     """Both sides, grouped alike: a summary file's grouping applies to the other side."""
     if group_by is None:
@@ -93,7 +107,10 @@ def load_sides(
                 break
     if baseline == "-" and candidate == "-":
         raise OtlpJsonError("stdin can be one side only")
-    return load_side(baseline, group_by), load_side(candidate, group_by)
+    return (
+        load_side(baseline, group_by, limits=limits),
+        load_side(candidate, group_by, limits=limits),
+    )
 
 
 @dataclass
@@ -147,8 +164,10 @@ def compare(
     fail_on: Iterable[str] = ("any",),
     alpha: float = 0.05,
     group_by: Sequence[str] | None = None,
+    limits: ReadLimits | None = None,
 ) -> Regression:
-    """Compare two sides; ``fail_on`` as ``--fail-on`` (default: every gate)."""
+    """Compare two sides; ``fail_on`` as ``--fail-on`` (default: every gate);
+    ``limits``: the trace-file reading limits (default: from the environment)."""
     rules = parse_rules(fail_on)
-    base, cand = load_sides(baseline, candidate, group_by)
+    base, cand = load_sides(baseline, candidate, group_by, limits=limits)
     return Regression(compare_summaries(base, cand, alpha=alpha, rules=rules))

@@ -13,6 +13,11 @@ that merely propagated it show the type only. The normalised form drops what
 changes between runs (ids, timestamps, durations), keeps an allow-list of
 attributes and masks the per-run ids it keeps, so it can be committed as a
 golden file.
+
+Both stay linear in the size of the trace, however it nests: below depth
+:data:`MAX_DRAWN_DEPTH` the indentation stops growing and each line says its
+depth instead (``└─ [500] name``), so a chain of 50,000 spans prints 50,000
+short lines, not gigabytes of indentation.
 """
 
 from __future__ import annotations
@@ -70,6 +75,9 @@ MASKED_ATTRIBUTES: frozenset[str] = frozenset(
 )
 """Attributes a snapshot keeps as ``<masked>``: present, but new every run."""
 
+MAX_DRAWN_DEPTH = 48
+"""Deeper than this, a line's indentation stops growing and names its depth."""
+
 _COLOURS = {"OK": "32", "ERROR": "31", "UNSET": "33", "NOT_ENDED": "1;31", "dim": "2"}
 
 
@@ -121,12 +129,20 @@ def _line(record: SpanRecord, *, show_message: bool, colour: bool, orphan: bool)
     return "  ".join(parts)
 
 
-def _shows_message(node: SpanNode) -> bool:
-    """Show the error message here unless a descendant already shows the same one."""
-    message = node.record.status_description
-    if not message:
-        return True
-    return not any(n.record.status_description == message for n, depth in node.walk() if depth > 0)
+def _messages_below(forest: Forest) -> set[tuple[int, str]]:
+    """``(id(node), message)`` for every node with a descendant whose status
+    message is ``message`` (a message is shown on the deepest span with it
+    only), for the whole forest in one pass (each ancestor is marked once per message, so a deep
+    chain costs its length, not its length squared)."""
+    below: set[tuple[int, str]] = set()
+    for root in forest.roots:
+        for node, _ in root.walk():
+            message = node.record.status_description
+            parent = node.parent if message else None
+            while parent is not None and (id(parent), message) not in below:
+                below.add((id(parent), message))  # type: ignore[arg-type]
+                parent = parent.parent
+    return below
 
 
 def _draw(forest: Forest, label: Any, details: Any = None, trace_label: Any = None) -> str:
@@ -151,23 +167,23 @@ def _draw_node(
 ) -> None:
     """``node`` and its descendants, drawn depth first without recursion (a
     trace may nest deeper than Python's recursion limit)."""
-    stack: list[tuple[SpanNode, str, str]] = [(node, first, rest)]
+    stack: list[tuple[SpanNode, str, str, int]] = [(node, first, rest, 0)]
     while stack:
-        current, head, indent = stack.pop()
+        current, head, indent, depth = stack.pop()
         lines.append(head + label(current))
         if details is not None:
             bar = "│  " if current.children else "   "
             lines.extend(f"{indent}{bar}  {detail}" for detail in details(current))
         last_index = len(current.children) - 1
+        deep = depth + 1 > MAX_DRAWN_DEPTH
         for i in range(last_index, -1, -1):
             last = i == last_index
-            stack.append(
-                (
-                    current.children[i],
-                    indent + ("└─ " if last else "├─ "),
-                    indent + ("   " if last else "│  "),
-                )
-            )
+            branch = "└─ " if last else "├─ "
+            if deep:  # the indentation stops growing; the line names its depth
+                child_head, child_indent = f"{indent}{branch}[{depth + 1}] ", indent
+            else:
+                child_head, child_indent = indent + branch, indent + ("   " if last else "│  ")
+            stack.append((current.children[i], child_head, child_indent, depth + 1))
 
 
 def render_tree(spans: Forest | Iterable[Any], *, color: bool = False) -> str:
@@ -175,10 +191,16 @@ def render_tree(spans: Forest | Iterable[Any], *, color: bool = False) -> str:
     forest = _forest(spans)
     if not len(forest):
         return "(no spans)"
+    below = _messages_below(forest)
+
+    def shows_message(node: SpanNode) -> bool:
+        message = node.record.status_description
+        return not message or (id(node), message) not in below
+
     return _draw(
         forest,
         lambda node: _line(
-            node.record, show_message=_shows_message(node), colour=color, orphan=node.orphan
+            node.record, show_message=shows_message(node), colour=color, orphan=node.orphan
         ),
     )
 
