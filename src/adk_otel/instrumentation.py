@@ -10,6 +10,7 @@ from opentelemetry import trace
 from . import coexistence
 from . import runner as runner_wrapper
 from .content import Redactor
+from .failures import ErrorClassifier
 from .plugin import AdkOtelPlugin
 
 logger: logging.Logger = logging.getLogger(__name__)
@@ -59,6 +60,8 @@ def instrument(
     redact: Redactor | None = None,
     logger_provider: Any = None,
     details_as_span_event: bool | None = None,
+    error_classifier: ErrorClassifier | None = None,
+    result_failures: bool | None = None,
 ) -> Target:
     """Trace every run of ``target`` and return it.
 
@@ -71,6 +74,12 @@ def instrument(
     In an EVENT mode a model call's ``gen_ai.client.inference.operation.details``
     event is a log record on ``logger_provider`` (default: the global one), or
     a span event with ``details_as_span_event=True``.
+
+    Every ERROR span gets ``adk.error.category`` (docs/failures.md).
+    ``error_classifier(exception_or_tool_result, layer)`` may name categories
+    of the app's own (``None``: the built-in rules); ``result_failures=False``
+    (or ``ADK_OTEL_RESULT_FAILURES=false``) stops tool results in an error
+    shape from ending their span ERROR.
 
     Adds an :class:`AdkOtelPlugin` ahead of the other plugins (so no other
     plugin's early return can hide a hook from it) and, for a Runner, wraps
@@ -94,6 +103,8 @@ def instrument(
         "redact": redact,
         "logger_provider": logger_provider,
         "details_as_span_event": details_as_span_event,
+        "error_classifier": error_classifier,
+        "result_failures": result_failures,
     }
     if existing is None:
         existing = AdkOtelPlugin(**options)
