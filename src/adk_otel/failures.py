@@ -148,7 +148,11 @@ _BY_NAME: tuple[tuple[str, str], ...] = (
     ("SSLError", Category.CONNECTION),
     ("gaierror", Category.CONNECTION),  # DNS
     ("ValidationError", Category.TOOL_INVALID_ARGS),  # pydantic (tools only)
+    ("A2AClientTimeoutError", Category.TIMEOUT),  # a2a-sdk
 )
+# Named errors whose message tells the transport failure (a2a-sdk's client).
+_BY_TEXT = frozenset({"A2AClientError", "A2AClientHTTPError", "A2AClientJSONError"})
+_CHAIN_DEPTH = 5
 _CATEGORY_BY_NAME = dict(_BY_NAME)
 _NAME_ORDER = {name: i for i, (name, _) in enumerate(_BY_NAME)}
 _TOOL_NOT_FOUND = re.compile(r"^Tool '.*' not found\.", re.DOTALL)
@@ -169,6 +173,23 @@ def _layer_default(layer: str) -> Failure:
 def _classify_exception(error: BaseException, layer: str) -> Failure:
     status = _status_code(error)
     by_name = _category_by_name(error)
+    if by_name is None and status is None:
+        # Raised while handling another error (ADK wrapping or tripping over
+        # the original): the first cause that names a failure decides.
+        cause, depth = error.__cause__ or error.__context__, 0
+        while cause is not None and depth < _CHAIN_DEPTH and by_name is None:
+            by_name, status = _category_by_name(cause), _status_code(cause)
+            if by_name is None and status is not None:
+                by_name = _category_by_status(status)
+            if by_name is None and _BY_TEXT.intersection(k.__name__ for k in type(cause).__mro__):
+                by_name = _category_by_text(_text(cause)) or Category.CONNECTION
+            cause, depth = cause.__cause__ or cause.__context__, depth + 1
+    if (
+        by_name is None
+        and status is None
+        and _BY_TEXT.intersection(k.__name__ for k in type(error).__mro__)
+    ):
+        by_name = _category_by_text(_text(error)) or Category.CONNECTION
     if by_name == Category.TOOL_INVALID_ARGS and layer != sc.SpanKind.TOOL:
         by_name = None
     if by_name is None and isinstance(error, ValueError) and _TOOL_NOT_FOUND.match(_text(error)):
@@ -372,6 +393,11 @@ def classify_remote_event(message: Any, custom_metadata: Any) -> Failure:
             category = Category.CONNECTION
         if category is None and text.startswith("A2A request failed"):
             category = _category_by_text(text) or Category.CONNECTION
+        if category is None and text.startswith("Failed to initialize remote A2A agent"):
+            # The agent card could not be fetched (or the client not built).
+            category = _category_by_text(text)
+        if category is None and text.startswith("Failed to authenticate remote A2A agent"):
+            category = Category.AUTH
         if category is None:
             category = Category.REMOTE_FAILED
         return Failure(category, _RETRYABLE.get(category), status, message=text)

@@ -698,10 +698,15 @@ class AdkOtelPlugin(BasePlugin):
     def _event_error(self, *, invocation_context: Any, event: Any) -> None:
         """A remote agent that reports a failure as an event (ADK yields one
         with ``error_message`` when an A2A request fails or breaks off)."""
-        if not attrs.is_remote_agent(getattr(invocation_context, "agent", None)):
+        author = getattr(event, "author", None)
+        agent = getattr(invocation_context, "agent", None)
+        if getattr(agent, "name", None) != author:
+            find = getattr(agent, "find_agent", None)
+            agent = find(author) if callable(find) and isinstance(author, str) else None
+        if not attrs.is_remote_agent(agent):
             return
         run = self._run_for(getattr(invocation_context, "invocation_id", None))
-        entry = run.innermost_agent(getattr(event, "author", None)) if run is not None else None
+        entry = run.innermost_agent(author) if run is not None else None
         if entry is None or entry.reported_error is not None:
             return
         failure = failures.classify_remote_event(
