@@ -341,11 +341,14 @@ def _classify_result(result: Any, mcp_error: str | None) -> Failure | None:
     return None
 
 
+_BROKEN_OFF = ("connect", "closed", "broken pipe", "stream ended", "reset by peer")
+
+
 def _category_by_text(text: str) -> str | None:
     lowered = text.lower()
     if "timed out" in lowered or "timeout" in lowered:
         return Category.TIMEOUT
-    if "connect" in lowered or "closed" in lowered or "broken pipe" in lowered:
+    if any(word in lowered for word in _BROKEN_OFF):
         return Category.CONNECTION
     return None
 
