@@ -688,7 +688,11 @@ class AdkOtelPlugin(BasePlugin):
 
     async def on_event_callback(self, *, invocation_context: Any, event: Any) -> None:
         # Called for every event: with capture off and no error, do nothing at all.
-        if event.error_message is not None:
+        try:
+            failed = event.error_message is not None
+        except AttributeError:  # not an ADK Event: nothing to read
+            failed = False
+        if failed:
             await self._event_error(invocation_context=invocation_context, event=event)
         if self._content is not None:
             await self._capture_final_response(invocation_context=invocation_context, event=event)

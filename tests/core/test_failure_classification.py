@@ -157,3 +157,16 @@ def test_provider_errors_are_known_by_name_without_importing_them():
     assert failures.classify_exception(window(), "model").category == "invalid_request"
     assert failures.classify_exception(ConnectionRefusedError(), "model").retryable is True
     assert failures.classify_exception(TimeoutError(), "agent").category == "timeout"
+
+
+def test_remote_error_events_as_adk_words_them():
+    """The texts of the error events ADK's RemoteA2aAgent yields (2.5 and 2.13)."""
+    classify = failures.classify_remote_event
+    broke_off = "A2A response stream ended before task t-1 reached a terminal state."
+    assert classify(broke_off, None).category == "connection"
+    assert classify("Remote A2A task failed: card declined", None).category == "remote_failed"
+    http = classify("A2A request failed: HTTP Error 503", {"a2a:status_code": "503"})
+    assert (http.category, http.status_code, http.retryable) == ("provider_unavailable", 503, True)
+    assert classify("A2A request failed: Request timed out", None).category == "timeout"
+    assert classify("Failed to authenticate remote A2A agent: no token", None).category == "auth"
+    assert classify("Unknown A2A response type", None).category == "remote_failed"
