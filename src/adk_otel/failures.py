@@ -35,6 +35,7 @@ from opentelemetry.util.types import AttributeValue
 
 from . import env, sanitize
 from . import semconv as sc
+from .attributes import mcp_tool_error
 
 logger: logging.Logger = logging.getLogger(__name__)
 
@@ -455,3 +456,44 @@ def with_category(failure: Failure, category: str | None) -> Failure:
         failure.retry_after,
         failure.message,
     )
+
+
+# -- what the plugin calls -----------------------------------------------------------
+
+
+def classify(
+    error: BaseException,
+    layer: str,
+    seen: dict[int, tuple[BaseException, Failure]] | None,
+    classifier: ErrorClassifier | None,
+) -> Failure:
+    """``error``'s failure at ``layer``: as already classified in ``seen`` (a
+    run's exceptions by id, each kept alive there), else the application's
+    classifier, else the built-in rules; recorded in ``seen``."""
+    if seen is not None and (found := seen.get(id(error))) is not None:
+        return found[1]
+    failure = with_category(
+        classify_exception(error, layer), ask_classifier(classifier, error, layer)
+    )
+    if seen is not None:
+        seen[id(error)] = (error, failure)
+    return failure
+
+
+def tool_result_failure(
+    tool: Any, result: Any, classifier: ErrorClassifier | None, enabled: bool
+) -> Failure | None:
+    """The failure a tool's result reports, else None: the application's
+    classifier first, then (when ``enabled``) the built-in result shapes."""
+    if classifier is not None:
+        category = ask_classifier(classifier, result, sc.SpanKind.TOOL)
+        if category is not None:
+            found = classify_result(tool, result, mcp_tool_error(tool, result))
+            return with_category(found or Failure(category), category)
+    if not enabled or type(result) is not dict:
+        return None
+    if "isError" in result or "is_error" in result:
+        return classify_result(tool, result, mcp_tool_error(tool, result))
+    if "error" in result or "status" in result:
+        return classify_result(tool, result, None)
+    return None

@@ -663,7 +663,9 @@ class AdkOtelPlugin(BasePlugin):
             self._capture(entry, sc.GEN_AI_TOOL_CALL_RESULT, _same, result)
         if tool.name == _TRANSFER:
             self._note_transfer(tool_context, tool_args)
-        failure = self._result_failure(tool, result)
+        failure = failures.tool_result_failure(
+            tool, result, self._classifier, self._result_failures
+        )
         if failure is not None and (entry := self._ledger.get(key)) is not None:
             # A failure reported as a result (ADK's error shape, its argument
             # checks, MCP isError): an error here, the agent carries on.
@@ -790,36 +792,13 @@ class AdkOtelPlugin(BasePlugin):
             self._ledger.end_entry(entry, Outcome.ERROR, error, extra=failure.attributes)
 
     def _classified(self, error: BaseException, layer: str, run: _Run | None) -> Failure:
-        """The failure ``error`` stands for: as first classified in this run
-        (the layer it came from), else the app's classifier, else built-in."""
-        seen = run.failures if run is not None else None
-        if seen is not None and (found := seen.get(id(error))) is not None:
-            return found[1]
-        failure = failures.with_category(
-            failures.classify_exception(error, layer),
-            failures.ask_classifier(self._classifier, error, layer),
-        )
-        if run is not None:
-            if run.failures is None:
-                run.failures = {}
-            run.failures[id(error)] = (error, failure)
-        return failure
-
-    def _result_failure(self, tool: Any, result: Any) -> Failure | None:
-        """The failure a tool's result reports, else None (see failures.py)."""
-        classifier = self._classifier
-        if classifier is not None:
-            category = failures.ask_classifier(classifier, result, sc.SpanKind.TOOL)
-            if category is not None:
-                found = failures.classify_result(tool, result, attrs.mcp_tool_error(tool, result))
-                return failures.with_category(found or failures.Failure(category), category)
-        if not self._result_failures or type(result) is not dict:
-            return None
-        if "isError" in result or "is_error" in result:
-            return failures.classify_result(tool, result, attrs.mcp_tool_error(tool, result))
-        if "error" in result or "status" in result:
-            return failures.classify_result(tool, result, None)
-        return None
+        """As first classified in this run: every layer shows the category of
+        the layer the exception came from."""
+        if run is None:
+            return failures.classify(error, layer, None, self._classifier)
+        if run.failures is None:
+            run.failures = {}
+        return failures.classify(error, layer, run.failures, self._classifier)
 
     async def close(self) -> None:
         """End anything still open (``Runner.close()`` calls this)."""
