@@ -12,11 +12,13 @@ from google.adk.agents import LlmAgent
 from google.adk.agents.run_config import RunConfig
 from google.adk.runners import InMemoryRunner
 from google.genai import types
+from opentelemetry import trace
 from opentelemetry.trace import StatusCode
 from pydantic import BaseModel
 
 import adk_otel
 from adk_otel import semconv as sc
+from adk_otel.instrumentation import plugin_of
 from adk_otel.testing.model import ScriptedModel, call, fail, reply
 
 from .harness import APP, USER, Recorded, providers, run
@@ -66,9 +68,22 @@ def clerk(*script: Any, tools: list[Any] | None = None) -> LlmAgent:
 
 
 def assert_every_error_named(rec: Recorded) -> None:
+    """Every ERROR span has a category; nothing is left open, current or failed."""
     for span in rec.spans:
         if span.status.status_code is StatusCode.ERROR:
             assert span.attributes.get(CATEGORY), span.name
+    plugin = plugin_of(rec.runner)
+    assert plugin is not None
+    assert plugin.open_spans == 0
+    assert plugin.internal_errors == 0
+    assert not trace.get_current_span().get_span_context().is_valid
+    assert len({s.context.span_id for s in rec.spans}) == len(rec.spans)
+
+
+@pytest.fixture(autouse=True)
+def _no_detach_failures(caplog):
+    yield
+    assert "Failed to detach context" not in caplog.text
 
 
 async def test_a_tool_that_raises_is_tool_exception_on_every_layer_it_fails() -> None:
@@ -90,6 +105,7 @@ async def test_a_tool_that_raises_is_tool_exception_on_every_layer_it_fails() ->
 
 async def test_a_tool_error_result_is_a_soft_failure_and_the_run_recovers() -> None:
     rec = await run(clerk(call("lookup", {"sku": "gone"}), reply("sorry, discontinued")))
+    assert_every_error_named(rec)
     assert rec.error is None
     tool = rec.one("execute_tool lookup")
     assert tool.status.status_code is StatusCode.ERROR
@@ -128,6 +144,7 @@ async def test_result_detection_can_be_switched_off(off, monkeypatch) -> None:
 
 async def test_a_missing_mandatory_argument_is_tool_invalid_args() -> None:
     rec = await run(clerk(call("lookup", {}), reply("which sku?")))
+    assert_every_error_named(rec)
     assert rec.error is None
     tool = rec.one("execute_tool lookup")
     assert tool.status.status_code is StatusCode.ERROR
@@ -191,6 +208,7 @@ async def test_a_made_up_tool_name_is_tool_not_found() -> None:
 
 async def test_an_http_error_in_a_tool_carries_its_status_code() -> None:
     rec = await run(clerk(call("fetch_price", {"sku": "A1"}), tools=[fetch_price]))
+    assert_every_error_named(rec)
     assert isinstance(rec.error, httpx.HTTPStatusError)
     tool = rec.one("execute_tool fetch_price")
     assert tool.attributes[CATEGORY] == "tool_exception"
@@ -238,6 +256,7 @@ async def test_a_blocked_response_is_content_blocked() -> None:
         extra={"error_code": "SAFETY", "error_message": "blocked for safety"},
     )
     rec = await run(clerk(blocked))
+    assert_every_error_named(rec)
     model = rec.one("generate_content scripted-model")
     assert model.status.status_code is StatusCode.ERROR
     assert model.attributes[CATEGORY] == "content_blocked"
@@ -281,6 +300,7 @@ async def test_an_app_classifier_names_its_own_failures() -> None:
         ),
         error_classifier=classify,
     )
+    assert_every_error_named(rec)
     assert isinstance(rec.error, PaymentDeclined)
     empty_span = rec.one("execute_tool empty")
     assert empty_span.status.status_code is StatusCode.ERROR
@@ -354,6 +374,7 @@ def _transfer_app(route: list[tuple[str, str]]) -> LlmAgent:
 )
 async def test_a_transfer_source_ends_ok_naming_its_target(route) -> None:
     rec = await run(_transfer_app(route))
+    assert_every_error_named(rec)
     assert rec.error is None
     agents = sorted(rec.kind("agent"), key=lambda s: s.start_time or 0)
     sources = agents[: len(route)]
