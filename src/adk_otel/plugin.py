@@ -88,10 +88,10 @@ class _Run:
     cancelling_at_start: int = 0
     """The starting task's ``cancelling()`` when the run began (see _is_cancelled)."""
     failures: dict[int, tuple[BaseException, Failure]] | None = None
-    transfers: dict[str, list[Entry]] | None = None
-    """Target agent name -> agents that called ``transfer_to_agent`` for it."""
     """Exceptions classified in this run, so every layer one fails shows the
     category of the layer it came from (a tool's exception stays ``tool_exception``)."""
+    transfers: dict[str, list[Entry]] | None = None
+    """Target agent name -> agents that called ``transfer_to_agent`` for it."""
 
     @property
     def closing_early(self) -> bool:
@@ -782,7 +782,7 @@ class AdkOtelPlugin(BasePlugin):
         self, entry: Entry, error: BaseException, invocation_id: str, layer: str
     ) -> None:
         aborted = abort_reason(error)
-        run = self._run_for(invocation_id)
+        run = self._run_for(invocation_id) if aborted is None else None
         if aborted is not None:
             self._ledger.end_entry(entry, Outcome.CANCELLED, None, aborted)
         elif _is_cancelled(run):
