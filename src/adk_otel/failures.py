@@ -266,8 +266,13 @@ def _retry_after(error: BaseException) -> float | None:
     """Seconds the provider asked to wait: a ``Retry-After`` header (seconds),
     or google.rpc ``RetryInfo.retryDelay`` in the error's details."""
     response = getattr(error, "response", None)
-    headers = getattr(response, "headers", None)
-    if headers is not None:
+    # The HTTP response's headers; LiteLLM keeps the provider's apart.
+    for headers in (
+        getattr(error, "litellm_response_headers", None),
+        getattr(response, "headers", None),
+    ):
+        if headers is None:
+            continue
         try:
             value = headers.get("retry-after") or headers.get("Retry-After")
         except Exception:

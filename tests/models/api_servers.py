@@ -47,6 +47,9 @@ def _chunk(text: str, *, final: bool) -> dict[str, Any]:
 class _Handler(BaseHTTPRequestHandler):
     """Records each request; answers errors by the last user text, else ``reply``."""
 
+    retry_headers: tuple[tuple[str, str], ...] = ()
+    """Headers of a 429 answer (Gemini says when to retry in the body instead)."""
+
     def log_message(self, *args: Any) -> None:  # quiet
         pass
 
@@ -62,7 +65,8 @@ class _Handler(BaseHTTPRequestHandler):
             return None
         for word, code, status in _ERRORS:
             if word in text:
-                return self._json(code, self.error_body(code, status), _ERROR_HEADERS)
+                extra = self.retry_headers if code == 429 else ()
+                return self._json(code, self.error_body(code, status), _ERROR_HEADERS + extra)
         if "unsafe" in text or "jailbreak" in text:
             return self._json(200, self.blocked(prompt="jailbreak" in text))
         self.reply(body)
@@ -127,6 +131,8 @@ _ERROR_HEADERS = (("x-should-retry", "false"),)
 
 class _ChatHandler(_Handler):
     """APIs whose requests carry ``messages`` (OpenAI chat, Anthropic messages)."""
+
+    retry_headers = (("retry-after", "3"),)
 
     def last_text(self, body: dict[str, Any]) -> str:
         messages = [m for m in body.get("messages") or [] if m.get("role") == "user"]

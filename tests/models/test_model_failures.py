@@ -145,6 +145,8 @@ async def test_litellm_errors(traced, text, category, status) -> None:
     assert error is not None
     span = assert_layers(exporter, category)
     assert (span.attributes or {})[STATUS] == status
+    if status == 429:
+        assert (span.attributes or {})[sc.ADK_ERROR_RETRY_AFTER] == 3.0  # Retry-After
 
 
 @pytest.mark.parametrize(
@@ -167,3 +169,5 @@ async def test_anthropic_errors(traced, monkeypatch, text, category, status) -> 
     assert error is not None
     span = assert_layers(exporter, category)
     assert (span.attributes or {})[STATUS] == status
+    if status == 429:
+        assert (span.attributes or {})[sc.ADK_ERROR_RETRY_AFTER] == 3.0  # Retry-After
