@@ -27,6 +27,8 @@ from collections.abc import Sequence
 from typing import IO, Any
 
 APP_NAME = "shop"
+PRICE = "19.90 EUR"
+"""What the catalog quotes for the mug, in both demos."""
 
 
 class PaymentDeclined(RuntimeError):
@@ -45,7 +47,8 @@ def charge_card(amount_eur: float) -> dict[str, Any]:
 
 def build_remote_app(payments_url: str) -> Any:
     """The ``--remote`` demo's ``App``: catalog -> payments, the payments agent
-    served by another process over A2A; the item costs more than it accepts."""
+    served by another process over A2A, which declines the card as the
+    local demo's payments agent does."""
     from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
     from google.adk.agents import SequentialAgent
     from google.adk.agents.remote_a2a_agent import RemoteA2aAgent
@@ -56,7 +59,7 @@ def build_remote_app(payments_url: str) -> Any:
         description="Takes payment (a remote service).",
         agent_card=payments_url + AGENT_CARD_WELL_KNOWN_PATH,
     )
-    pipeline = SequentialAgent(name="checkout", sub_agents=[_catalog("1999 EUR"), payments])
+    pipeline = SequentialAgent(name="checkout", sub_agents=[_catalog(PRICE), payments])
     return App(name=APP_NAME, root_agent=pipeline)
 
 
@@ -92,9 +95,7 @@ def build_app() -> Any:
         description="Confirms the order.",
         model=ScriptedModel(script=[reply("order confirmed")]),
     )
-    pipeline = SequentialAgent(
-        name="checkout", sub_agents=[_catalog("19.90 EUR"), payments, notifier]
-    )
+    pipeline = SequentialAgent(name="checkout", sub_agents=[_catalog(PRICE), payments, notifier])
     return App(name=APP_NAME, root_agent=pipeline)
 
 
@@ -224,7 +225,7 @@ def _run_remote(provider: Any, memory: Any, json_file: IO[str] | None, endpoint:
     ``endpoint`` when one is set: its own OTEL_* variables name it)."""
     import adk_otel
 
-    from .demo_remote import SERVICE_APP, start_service
+    from .demo_remote import DECLINE_OVER_ENV, SERVICE_APP, start_service
     from .testing.receiver import OtlpReceiver
     from .traces.render import render_tree
 
@@ -234,6 +235,7 @@ def _run_remote(provider: Any, memory: Any, json_file: IO[str] | None, endpoint:
             "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
             "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": receiver.http_endpoint,
             "OTEL_BSP_SCHEDULE_DELAY": "20",
+            DECLINE_OVER_ENV: "10",  # the mug's 19.9 EUR is declined, as locally
         }
         if endpoint:  # the service exports where the demo would, not to our receiver
             service_env.pop("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")

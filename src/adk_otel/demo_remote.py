@@ -4,7 +4,9 @@
 ``to_a2a`` under uvicorn, on a free loopback port it prints as ``PORT n``),
 traced with ``adk_otel.instrument()`` and configured only by the standard
 ``OTEL_*`` variables, as a real service would be. The charge is declined for
-amounts over 1000 EUR, so one request shows a remote failure end to end.
+amounts over 1000 EUR (``ADK_OTEL_DEMO_DECLINE_OVER_EUR``; the demo starts it
+with a limit below the mug's price, so the remote charge of 19.9 EUR is
+declined as the local demo's is).
 
 The demo (and the cross-service tests) call it from another process through
 ADK's ``RemoteA2aAgent``; both processes export to the same receiver, and the
@@ -23,6 +25,14 @@ from typing import Any
 
 SERVICE_APP = "payments-service"
 DECLINE_OVER_EUR = 1000.0
+DECLINE_OVER_ENV = "ADK_OTEL_DEMO_DECLINE_OVER_EUR"
+
+
+def _decline_over() -> float:
+    try:
+        return float(os.environ.get(DECLINE_OVER_ENV, DECLINE_OVER_EUR))
+    except ValueError:
+        return DECLINE_OVER_EUR
 
 
 class PaymentDeclined(RuntimeError):
@@ -31,7 +41,7 @@ class PaymentDeclined(RuntimeError):
 
 def charge_card(amount_eur: float) -> dict[str, Any]:
     """Charge the customer's card."""
-    if amount_eur > DECLINE_OVER_EUR:
+    if amount_eur > _decline_over():
         raise PaymentDeclined(f"card declined for {amount_eur} EUR")
     return {"charged_eur": amount_eur, "receipt": "R-1001"}
 

@@ -10,6 +10,7 @@ from opentelemetry import trace
 from . import coexistence
 from . import runner as runner_wrapper
 from .content import Redactor
+from .failures import ErrorClassifier
 from .plugin import AdkOtelPlugin
 from .redact import guarded
 
@@ -61,6 +62,8 @@ def instrument(
     logger_provider: Any = None,
     details_as_span_event: bool | None = None,
     user_id: str | None = None,
+    error_classifier: ErrorClassifier | None = None,
+    result_failures: bool | None = None,
 ) -> Target:
     """Trace every run of ``target`` and return it.
 
@@ -75,6 +78,12 @@ def instrument(
     a span event with ``details_as_span_event=True``.
     ``user_id`` (``plain``, ``hash`` or ``off``; default: ``ADK_OTEL_USER_ID``,
     else ``plain``) says how invocation spans carry ADK's user id as ``user.id``.
+
+    Every ERROR span gets ``adk.error.category`` (docs/failures.md).
+    ``error_classifier(exception_or_tool_result, layer)`` may name categories
+    of the app's own (``None``: the built-in rules); ``result_failures=False``
+    (or ``ADK_OTEL_RESULT_FAILURES=false``) stops tool results in an error
+    shape from ending their span ERROR.
 
     Adds an :class:`AdkOtelPlugin` ahead of the other plugins (so no other
     plugin's early return can hide a hook from it) and, for a Runner, wraps
@@ -99,6 +108,8 @@ def instrument(
         "logger_provider": logger_provider,
         "details_as_span_event": details_as_span_event,
         "user_id": user_id,
+        "error_classifier": error_classifier,
+        "result_failures": result_failures,
     }
     if existing is None:
         existing = AdkOtelPlugin(**options)

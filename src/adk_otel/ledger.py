@@ -30,7 +30,7 @@ from opentelemetry.util.types import AttributeValue
 
 from . import sanitize
 from .redact import guarded
-from .semconv import ADK_CLOSE_REASON, ADK_OUTCOME, ERROR_TYPE, Outcome
+from .semconv import ADK_CLOSE_REASON, ADK_ERROR_CATEGORY, ADK_OUTCOME, ERROR_TYPE, Outcome
 
 logger: logging.Logger = guarded(logging.getLogger(__name__))
 
@@ -84,6 +84,10 @@ class Entry:
     """An error the operation reported without raising (a remote agent's
     failed task), as ``(reason, description)``: its successful end is then an
     ``error`` one."""
+    reported_failure: Any = None
+    """The classification of ``reported_error`` (a ``failures.Failure``)."""
+    reported_cancel: bool = False
+    """The operation reported it was cancelled (a remote task ``canceled``)."""
     _attached: otel_context.Context | None = None
     _token: object = None
     _context: otel_context.Context | None = None
@@ -305,6 +309,8 @@ class Ledger:
             attributes[ERROR_TYPE] = error_type(error) if error is not None else reason or "_OTHER"
         if extra:
             attributes.update(extra)
+        if outcome is Outcome.ERROR and ADK_ERROR_CATEGORY not in attributes:
+            attributes[ADK_ERROR_CATEGORY] = "other"  # never absent on an ERROR span
         span.set_attributes(attributes)
         if outcome is Outcome.OK:
             span.set_status(_STATUS_OK)

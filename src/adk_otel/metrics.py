@@ -97,6 +97,9 @@ _INFERENCE_EVENT_KEYS = (
 )
 
 
+_NONE: tuple[str, ...] = ()
+
+
 def _dimensions(facts: _Facts, keys: tuple[str, ...] | None = None) -> dict[str, AttributeValue]:
     """A span's metric (or event) attributes, read from its start attributes."""
     start = facts.attributes
@@ -122,6 +125,11 @@ class Instruments:
             sc.METRIC_INVOCATION_COUNT,
             unit="{invocation}",
             description="Agent runs (Runner.run_async / run_live calls), by outcome.",
+        )
+        self.failures: metrics.Counter = meter.create_counter(
+            sc.METRIC_FAILURE_COUNT,
+            unit="{failure}",
+            description="Spans that ended in error, by layer and failure category.",
         )
         # ADK records no streaming metrics: these two are adk-otel's in any case.
         self.time_to_first_chunk: metrics.Histogram = meter.create_histogram(
@@ -403,6 +411,10 @@ class _Facts:
     """Seconds from the request to the first streamed chunk."""
     chunk_gaps: list[float] | None = None
     """Seconds between consecutive streamed chunks (kept only for metrics)."""
+    errors: int = 0
+    """ERROR spans below this one (agent and invocation spans)."""
+    categories: set[str] | None = None
+    """Their distinct ``adk.error.category`` values."""
 
 
 class TelemetryLedger(Ledger):
@@ -559,7 +571,10 @@ class TelemetryLedger(Ledger):
             super()._finish(entry, outcome, error, reason, extra, description)
             return
         rollup: Mapping[str, AttributeValue] | None = None
+        category: str | None = None
         try:
+            if outcome is Outcome.ERROR:
+                category = self._count_failure(facts, extra)
             rollup = self._wrap_up(entry, facts, outcome, error, reason)
         except Exception:
             self._failed("rolling up a span's totals")
@@ -568,9 +583,20 @@ class TelemetryLedger(Ledger):
         super()._finish(entry, outcome, error, reason, rollup, description)
         if self.instruments is not None:
             try:
-                self._record(facts, outcome, error, reason)
+                self._record(facts, outcome, error, reason, category, extra)
             except Exception:
                 self._failed("recording a span's metrics")
+
+    def _count_failure(self, facts: _Facts, extra: Mapping[str, AttributeValue] | None) -> str:
+        """An ERROR span: counted on every agent and invocation span above it."""
+        found = extra.get(sc.ADK_ERROR_CATEGORY) if extra else None
+        category = found if isinstance(found, str) else "other"
+        for totals in self._above(facts):
+            totals.errors += 1
+            if totals.categories is None:
+                totals.categories = set()
+            totals.categories.add(category)
+        return category
 
     def _wrap_up(
         self,
@@ -591,6 +617,10 @@ class TelemetryLedger(Ledger):
             rollup = {
                 sc.ADK_MODEL_CALL_COUNT: facts.model_calls,
                 sc.ADK_TOOL_CALL_COUNT: facts.tool_calls,
+                sc.ADK_ERROR_COUNT: facts.errors,
+                sc.ADK_ERROR_CATEGORIES: _NONE
+                if facts.categories is None
+                else tuple(sorted(facts.categories)),
                 **(facts.tokens or {}),
             }
         details = self.details
@@ -619,12 +649,20 @@ class TelemetryLedger(Ledger):
         outcome: Outcome,
         error: BaseException | None,
         reason: str | None,
+        category: str | None = None,
+        extra: Mapping[str, AttributeValue] | None = None,
     ) -> None:
         instruments = self.instruments
         assert instruments is not None
         dims = _dimensions(facts)
         if outcome is Outcome.ERROR:
             dims[sc.ERROR_TYPE] = error_type(error) if error is not None else reason or "_OTHER"
+            failed = {**dims, sc.ADK_SPAN_KIND: facts.kind}
+            failed[sc.ADK_ERROR_CATEGORY] = category or "other"
+            retryable = extra.get(sc.ADK_ERROR_RETRYABLE) if extra else None
+            if isinstance(retryable, bool):
+                failed[sc.ADK_ERROR_RETRYABLE] = retryable
+            instruments.failures.add(1, failed)
         if facts.kind == _INVOCATION:
             dims[sc.ADK_OUTCOME] = outcome._value_
             instruments.invocations.add(1, dims)

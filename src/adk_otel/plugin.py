@@ -31,7 +31,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.util.types import AttributeValue
 
-from . import a2a, coexistence, details, devui, sanitize, shutdown, stability
+from . import a2a, coexistence, details, devui, failures, sanitize, shutdown, stability
 from . import attributes as attrs
 from . import semconv as sc
 from . import user_id as user_ids
@@ -39,6 +39,7 @@ from .aborts import abort_reason
 from .content import ContentCapture, ContentSettings, Redactor
 from .content import resolve as resolve_content
 from .details import DetailsLog
+from .failures import ErrorClassifier, Failure
 from .ledger import Entry
 from .metrics import TelemetryLedger, resolve_instruments
 from .pipeline import TelemetrySettings, built_logger_provider, resolve_tracer
@@ -90,6 +91,11 @@ class _Run:
     on_task_done: Callable[[asyncio.Task[Any]], None] | None = None
     cancelling_at_start: int = 0
     """The starting task's ``cancelling()`` when the run began (see _is_cancelled)."""
+    failures: dict[int, tuple[BaseException, Failure]] | None = None
+    """Exceptions classified in this run, so every layer one fails shows the
+    category of the layer it came from (a tool's exception stays ``tool_exception``)."""
+    transfers: dict[str, list[Entry]] | None = None
+    """Target agent name -> agents that called ``transfer_to_agent`` for it."""
 
     @property
     def closing_early(self) -> bool:
@@ -142,8 +148,12 @@ class AdkOtelPlugin(BasePlugin):
         logger_provider: Any = None,
         details_as_span_event: bool | None = None,
         user_id: str | None = None,
+        error_classifier: ErrorClassifier | None = None,
+        result_failures: bool | None = None,
     ) -> None:
         super().__init__(name=name)
+        self._classifier = error_classifier
+        self._result_failures = failures.result_failures_enabled(result_failures)
         self._hook_failures = 0
         self._looked_around = False
         tracer_provider = usable("tracer_provider", tracer_provider)
@@ -197,11 +207,17 @@ class AdkOtelPlugin(BasePlugin):
         logger_provider: Any = None,
         details_as_span_event: bool | None = None,
         user_id: str | None = None,
+        error_classifier: ErrorClassifier | None = None,
+        result_failures: bool | None = None,
     ) -> None:
         """Change the options passed (``None`` keeps an option as it is). Spans
         already open stay in the same bookkeeping and are ended by their own
         hooks, whatever provider later spans go to."""
         settings, content = self._settings, self._content_settings
+        if error_classifier is not None:
+            self._classifier = error_classifier
+        if result_failures is not None:
+            self._result_failures = result_failures
         self._settings = TelemetrySettings(
             tracer_provider=_given(
                 usable("tracer_provider", tracer_provider), settings.tracer_provider
@@ -377,12 +393,17 @@ class AdkOtelPlugin(BasePlugin):
         task.add_done_callback(on_task_done)
 
     def _close_run(
-        self, run: _Run, outcome: Outcome, reason: str | None, error: BaseException | None
+        self,
+        run: _Run,
+        outcome: Outcome,
+        reason: str | None,
+        error: BaseException | None,
+        extra: Mapping[str, AttributeValue] | None = None,
     ) -> None:
         if self._devui is not None:
             self._devui.release_under(run.entry)
         if not run.entry.ended:
-            self._ledger.end_entry(run.entry, outcome, error, reason)
+            self._ledger.end_entry(run.entry, outcome, error, reason, extra=extra)
         self._forget(run)
 
     def _forget(self, run: _Run) -> None:
@@ -455,13 +476,16 @@ class AdkOtelPlugin(BasePlugin):
         if aborted is not None:
             self._close_run(run, Outcome.CANCELLED, aborted, None)
         else:
-            self._close_run(run, Outcome.ERROR, None, error)
+            failure = self._classified(error, sc.SpanKind.INVOCATION, run)
+            self._close_run(run, Outcome.ERROR, None, error, failure.attributes)
 
     # -- agent hooks -----------------------------------------------------
 
     @_never_raises
     def before_agent_callback(self, *, agent: Any, callback_context: Any) -> None:
         run = self._run_for(callback_context.invocation_id)
+        if run is not None and run.transfers:
+            self._end_transferred(run, agent.name)
         parent: Entry | None = None
         ancestor = getattr(agent, "parent_agent", None)
         while run is not None and ancestor is not None:
@@ -517,9 +541,14 @@ class AdkOtelPlugin(BasePlugin):
             self._ledger.end_entry(entry, Outcome.CANCELLED, None, "cancelled")
         elif aborted is not None:
             self._ledger.end_entry(entry, Outcome.CANCELLED, None, aborted)
+        elif entry.reported_cancel:
+            self._ledger.end_entry(entry, Outcome.CANCELLED, None, "remote_canceled")
         elif entry.reported_error is not None:
             reason, description = entry.reported_error
-            self._ledger.end_entry(entry, Outcome.ERROR, None, reason, description)
+            failure = entry.reported_failure or failures.Failure(failures.Category.REMOTE_FAILED)
+            self._ledger.end_entry(
+                entry, Outcome.ERROR, None, reason, description, failure.attributes
+            )
         else:
             self._ledger.end_entry(entry, Outcome.OK)
 
@@ -538,6 +567,9 @@ class AdkOtelPlugin(BasePlugin):
         )
         if state in sc.A2A_FAILED_STATES:
             entry.reported_error = (sc.A2A_TASK_FAILED, f"remote task {state}: {message or ''}")
+            entry.reported_failure = failures.Failure(failures.Category.REMOTE_FAILED)
+        elif state == "canceled":
+            entry.reported_cancel = True
 
     @_never_raises
     def on_agent_error_callback(
@@ -547,7 +579,7 @@ class AdkOtelPlugin(BasePlugin):
         if entry is not None:
             if self._devui is not None:
                 self._devui.release_under(entry)
-            self._end_failed(entry, error, callback_context.invocation_id)
+            self._end_failed(entry, error, callback_context.invocation_id, sc.SpanKind.AGENT)
 
     def _agent_entry(self, agent: Any, callback_context: Any) -> tuple[Entry | None, _Run | None]:
         run = self._run_for(callback_context.invocation_id)
@@ -640,7 +672,9 @@ class AdkOtelPlugin(BasePlugin):
             self._hold_model(dev_ui, entry, callback_context, llm_response, error_code, response)
             return
         if error_code:
-            ledger.end_entry(entry, Outcome.ERROR, None, str(error_code), extra=response)
+            blocked = failures.classify_response_error(error_code).attributes
+            extra = {**response, **blocked} if response else blocked
+            ledger.end_entry(entry, Outcome.ERROR, None, str(error_code), extra=extra)
         else:
             ledger.end_entry(entry, Outcome.OK, extra=response)
 
@@ -678,7 +712,7 @@ class AdkOtelPlugin(BasePlugin):
     ) -> None:
         entry = self._ledger.get(("model", id(callback_context.actions)))
         if entry is not None:
-            self._end_failed(entry, error, callback_context.invocation_id)
+            self._end_failed(entry, error, callback_context.invocation_id, sc.SpanKind.MODEL)
 
     # -- tool hooks ------------------------------------------------------
 
@@ -709,19 +743,31 @@ class AdkOtelPlugin(BasePlugin):
         key = ("tool", tool_context.invocation_id, tool_context.function_call_id)
         if self._content is not None and (entry := self._ledger.get(key)) is not None:
             self._capture(entry, sc.GEN_AI_TOOL_CALL_RESULT, _same, result)
-        failure = attrs.mcp_tool_error(tool, result)
+        if tool.name == _TRANSFER:
+            self._note_transfer(tool_context, tool_args)
+        failure = failures.tool_result_failure(
+            tool, result, self._classifier, self._result_failures
+        )
         if (dev_ui := self._devui) is not None and self._hold_tool(
             dev_ui, key, tool_context, failure
         ):
             return
-        if failure is not None:
-            # An MCP tool that answered with isError: a failed call, not an exception.
-            self._ledger.end(key, Outcome.ERROR, None, sc.MCP_TOOL_ERROR, failure)
+        if failure is not None and (entry := self._ledger.get(key)) is not None:
+            # A failure reported as a result (ADK's error shape, its argument
+            # checks, MCP isError): an error here, the agent carries on.
+            description = failure.message or failure.category
+            self._ledger.end_entry(
+                entry, Outcome.ERROR, None, sc.MCP_TOOL_ERROR, description, failure.attributes
+            )
         else:
             self._ledger.end(key, Outcome.OK)
 
     def _hold_tool(
-        self, dev_ui: devui.DevUi, key: tuple[str, str, str], tool_context: Any, failure: str | None
+        self,
+        dev_ui: devui.DevUi,
+        key: tuple[str, str, str],
+        tool_context: Any,
+        failure: failures.Failure | None,
     ) -> bool:
         """Under the dev server: as :meth:`_hold_model`, until the event with
         the tool's response arrives. False when the span is not open."""
@@ -731,7 +777,13 @@ class AdkOtelPlugin(BasePlugin):
         ledger = self._ledger
         if failure is not None:
             end = functools.partial(
-                ledger.end_entry, entry, Outcome.ERROR, None, sc.MCP_TOOL_ERROR, failure
+                ledger.end_entry,
+                entry,
+                Outcome.ERROR,
+                None,
+                sc.MCP_TOOL_ERROR,
+                failure.message or failure.category,
+                failure.attributes,
             )
         else:
             end = functools.partial(ledger.end_entry, entry, Outcome.OK)
@@ -747,14 +799,20 @@ class AdkOtelPlugin(BasePlugin):
             ("tool", tool_context.invocation_id, tool_context.function_call_id)
         )
         if entry is not None:
-            self._end_failed(entry, error, tool_context.invocation_id)
+            self._end_failed(entry, error, tool_context.invocation_id, sc.SpanKind.TOOL)
 
     # -- content capture (off by default; see content.py) ---------------
 
     async def on_event_callback(self, *, invocation_context: Any, event: Any) -> None:
-        # Called for every event: with capture off and no dev UI, do nothing at all.
+        # Called for every event: with capture off, no dev UI and no error, next to nothing.
         if self._devui is not None:
             await self._dev_ui_event(event=event)
+        try:
+            failed = event.error_message is not None
+        except AttributeError:  # not an ADK Event: nothing to read
+            failed = False
+        if failed:
+            await self._event_error(invocation_context=invocation_context, event=event)
         if self._content is not None:
             await self._capture_final_response(invocation_context=invocation_context, event=event)
         return None
@@ -763,6 +821,52 @@ class AdkOtelPlugin(BasePlugin):
     def _dev_ui_event(self, *, event: Any) -> None:
         if self._devui is not None:
             self._devui.on_event(event)
+
+    @_never_raises
+    def _event_error(self, *, invocation_context: Any, event: Any) -> None:
+        """A remote agent that reports a failure as an event (ADK yields one
+        with ``error_message`` when an A2A request fails or breaks off)."""
+        author = getattr(event, "author", None)
+        agent = getattr(invocation_context, "agent", None)
+        if getattr(agent, "name", None) != author:
+            find = getattr(agent, "find_agent", None)
+            agent = find(author) if callable(find) and isinstance(author, str) else None
+        if not attrs.is_remote_agent(agent):
+            return
+        run = self._run_for(getattr(invocation_context, "invocation_id", None))
+        entry = run.innermost_agent(author) if run is not None else None
+        if entry is None or entry.reported_error is not None:
+            return
+        failure = failures.classify_remote_event(
+            event.error_message, getattr(event, "custom_metadata", None)
+        )
+        reason = sc.A2A_TASK_FAILED if failure.category == "remote_failed" else _A2A_REQUEST_FAILED
+        entry.reported_failure = failure
+        entry.reported_error = (reason, failure.message)
+
+    def _note_transfer(self, tool_context: Any, tool_args: Any) -> None:
+        """``transfer_to_agent``: ADK ends the calling agent's turn without an
+        after_agent hook; its span ends OK when the target starts."""
+        run = self._run_for(tool_context.invocation_id)
+        source = run.innermost_agent(tool_context.agent_name) if run is not None else None
+        target = tool_args.get("agent_name") if isinstance(tool_args, dict) else None
+        if run is None or source is None or not isinstance(target, str):
+            return
+        if run.transfers is None:
+            run.transfers = {}
+        run.transfers.setdefault(target, []).append(source)
+
+    def _end_transferred(self, run: _Run, target: str) -> None:
+        assert run.transfers is not None
+        for source in run.transfers.pop(target, ()):
+            if not source.ended:
+                self._ledger.end_entry(
+                    source,
+                    Outcome.OK,
+                    None,
+                    sc.CLOSE_REASON_TRANSFERRED,
+                    extra={sc.ADK_TRANSFER_TARGET: sanitize.clean(target)},
+                )
 
     @_never_raises
     def _capture_final_response(self, *, invocation_context: Any, event: Any) -> None:
@@ -800,14 +904,27 @@ class AdkOtelPlugin(BasePlugin):
 
     # -- shared ----------------------------------------------------------
 
-    def _end_failed(self, entry: Entry, error: BaseException, invocation_id: str) -> None:
+    def _end_failed(
+        self, entry: Entry, error: BaseException, invocation_id: str, layer: str
+    ) -> None:
         aborted = abort_reason(error)
+        run = self._run_for(invocation_id) if aborted is None else None
         if aborted is not None:
             self._ledger.end_entry(entry, Outcome.CANCELLED, None, aborted)
-        elif _is_cancelled(self._run_for(invocation_id)):
+        elif _is_cancelled(run):
             self._ledger.end_entry(entry, Outcome.CANCELLED, None, "cancelled")
         else:
-            self._ledger.end_entry(entry, Outcome.ERROR, error)
+            failure = self._classified(error, layer, run)
+            self._ledger.end_entry(entry, Outcome.ERROR, error, extra=failure.attributes)
+
+    def _classified(self, error: BaseException, layer: str, run: _Run | None) -> Failure:
+        """As first classified in this run: every layer shows the category of
+        the layer the exception came from."""
+        if run is None:
+            return failures.classify(error, layer, None, self._classifier)
+        if run.failures is None:
+            run.failures = {}
+        return failures.classify(error, layer, run.failures, self._classifier)
 
     async def close(self) -> None:
         """End anything still open, then flush the tracer provider, bounded, and
@@ -885,6 +1002,10 @@ def _end_at_exit(plugin: AdkOtelPlugin) -> None:
 def _end_all_open_spans() -> None:
     for plugin in list(_LIVE):
         plugin.end_open_spans("process_exit")
+
+
+_TRANSFER = "transfer_to_agent"
+_A2A_REQUEST_FAILED = "a2a_request_failed"
 
 
 def _same(value: Any) -> Any:

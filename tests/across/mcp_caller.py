@@ -1,7 +1,7 @@
 """An agent whose tool lives on an MCP server (``McpToolset`` over streamable
 HTTP), traced with ``adk_otel.instrument()`` and configured by ``OTEL_*``.
 
-``python mcp_caller.py URL SKU`` runs one invocation (the scripted model calls
+``python mcp_caller.py URL SKU [READ_TIMEOUT]`` runs one invocation (the scripted model calls
 ``stock`` with SKU, then answers) and prints a JSON report.
 """
 
@@ -29,8 +29,13 @@ import adk_otel  # noqa: E402
 from adk_otel.testing.model import ScriptedModel, call, reply  # noqa: E402
 
 
-async def main(url: str, sku: str) -> dict[str, object]:
-    tools = McpToolset(connection_params=StreamableHTTPConnectionParams(url=url))
+async def main(url: str, sku: str, read_timeout: float | None = None) -> dict[str, object]:
+    params = StreamableHTTPConnectionParams(url=url)
+    if read_timeout is not None:
+        params = StreamableHTTPConnectionParams(
+            url=url, timeout=read_timeout, sse_read_timeout=read_timeout
+        )
+    tools = McpToolset(connection_params=params)
     agent = LlmAgent(
         name="clerk",
         model=ScriptedModel(script=[call("stock", {"sku": sku}), reply("checked")]),
@@ -53,4 +58,5 @@ async def main(url: str, sku: str) -> dict[str, object]:
 
 
 if __name__ == "__main__":
-    print(json.dumps(asyncio.run(main(sys.argv[1], sys.argv[2]))), flush=True)
+    timeout = float(sys.argv[3]) if len(sys.argv) > 3 else None
+    print(json.dumps(asyncio.run(main(sys.argv[1], sys.argv[2], timeout))), flush=True)

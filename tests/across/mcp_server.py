@@ -10,6 +10,7 @@ few lines docs/across-services.md shows. Prints ``PORT n`` once listening.
 
 from __future__ import annotations
 
+import os
 import sys
 import warnings
 
@@ -60,6 +61,8 @@ def stock(sku: str, ctx: Context) -> dict:
     with continued(ctx), tracer.start_as_current_span("stock query"):
         if sku == "GONE":
             raise ValueError(f"no such sku: {sku}")
+        if sku == "DIE":
+            os._exit(1)  # the server process dies mid-call
         return {"sku": sku, "in_stock": 3}
 
 

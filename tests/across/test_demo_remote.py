@@ -33,6 +33,8 @@ def test_the_remote_demo_prints_and_writes_one_trace(tmp_path: Path, capsys) -> 
     assert services == {"adk-otel-demo", "payments-service"}
     (charge,) = [s for s in spans if s.name == "execute_tool charge_card"]
     assert charge.status_code == "ERROR"
+    # The same charge as the local demo's: the mug's 19.9 EUR, declined.
+    assert charge.status_description == "PaymentDeclined: card declined for 19.9 EUR"
     (client,) = [s for s in spans if s.kind == "CLIENT" and s.name == "invoke_agent payments"]
     assert client.status_code == "ERROR" and client.attributes["a2a.task.state"] == "failed"
     # The remote service's trace search shows the whole trace, from the caller's root.

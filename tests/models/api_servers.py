@@ -1,8 +1,12 @@
 """Local servers speaking model APIs, for ADK's real model classes offline:
 the Gemini REST API (``generateContent``, ``streamGenerateContent?alt=sse``),
 OpenAI chat completions (LiteLLM) and Anthropic messages. What each answers
-depends on the last user text: "busy" -> 429, "broken" -> 500, "invalid" ->
-400, anything else -> a reply with usage."""
+depends on the last user text: "busy" -> 429 (with a retry delay), "broken"
+-> 500, "invalid" -> 400, "unauthorized" -> 401, "forbidden" -> 403,
+"missing" -> 404, "unavailable" -> 503, "overloaded" -> 529, "unsafe" -> a
+candidate blocked for safety, "jailbreak" -> a prompt blocked by the
+provider, "silent" -> no answer until the server stops (a client timeout),
+anything else -> a reply with usage."""
 
 from __future__ import annotations
 
@@ -43,6 +47,9 @@ def _chunk(text: str, *, final: bool) -> dict[str, Any]:
 class _Handler(BaseHTTPRequestHandler):
     """Records each request; answers errors by the last user text, else ``reply``."""
 
+    retry_headers: tuple[tuple[str, str], ...] = ()
+    """Headers of a 429 answer (Gemini says when to retry in the body instead)."""
+
     def log_message(self, *args: Any) -> None:  # quiet
         pass
 
@@ -53,17 +60,35 @@ class _Handler(BaseHTTPRequestHandler):
             {"path": self.path, "body": body, "headers": dict(self.headers)}
         )
         text = self.last_text(body)
+        if "silent" in text:
+            self.server.stopping.wait(60)  # type: ignore[attr-defined]
+            return None
         for word, code, status in _ERRORS:
             if word in text:
-                return self._json(code, self.error_body(code, status))
+                extra = self.retry_headers if code == 429 else ()
+                return self._json(code, self.error_body(code, status), _ERROR_HEADERS + extra)
+        if "unsafe" in text or "jailbreak" in text:
+            return self._json(200, self.blocked(prompt="jailbreak" in text))
         self.reply(body)
         return None
+
+    def blocked(self, *, prompt: bool) -> dict[str, Any]:
+        """Gemini's answers for a blocked candidate, or a blocked prompt."""
+        if prompt:
+            return {"promptFeedback": {"blockReason": "PROHIBITED_CONTENT"}, "usageMetadata": USAGE}
+        candidate = {"finishReason": "SAFETY", "safetyRatings": []}
+        return {"candidates": [candidate], "modelVersion": MODEL_VERSION, "usageMetadata": USAGE}
 
     def last_text(self, body: dict[str, Any]) -> str:
         return _last_text(body)
 
     def error_body(self, code: int, status: str) -> dict[str, Any]:
-        return {"error": {"code": code, "message": f"{status} (test)", "status": status}}
+        error: dict[str, Any] = {"code": code, "message": f"{status} (test)", "status": status}
+        if code == 429:
+            error["details"] = [
+                {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "12s"}
+            ]
+        return {"error": error}
 
     def reply(self, body: dict[str, Any]) -> None:
         if ":streamGenerateContent" in self.path:
@@ -77,10 +102,14 @@ class _Handler(BaseHTTPRequestHandler):
             return None
         self._json(200, _chunk("in stock", final=True))
 
-    def _json(self, status: int, payload: dict[str, Any]) -> None:
+    def _json(
+        self, status: int, payload: dict[str, Any], headers: tuple[tuple[str, str], ...] = ()
+    ) -> None:
         data = json.dumps(payload).encode()
         self.send_response(status)
         self.send_header("content-type", "application/json")
+        for name, value in headers:
+            self.send_header(name, value)
         self.send_header("content-length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
@@ -90,11 +119,20 @@ _ERRORS = (
     ("busy", 429, "RESOURCE_EXHAUSTED"),
     ("broken", 500, "INTERNAL"),
     ("invalid", 400, "INVALID_ARGUMENT"),
+    ("unauthorized", 401, "UNAUTHENTICATED"),
+    ("forbidden", 403, "PERMISSION_DENIED"),
+    ("missing", 404, "NOT_FOUND"),
+    ("unavailable", 503, "UNAVAILABLE"),
+    ("overloaded", 529, "OVERLOADED"),
 )
+# The openai and anthropic SDKs would retry (after a pause) without this.
+_ERROR_HEADERS = (("x-should-retry", "false"),)
 
 
 class _ChatHandler(_Handler):
     """APIs whose requests carry ``messages`` (OpenAI chat, Anthropic messages)."""
+
+    retry_headers = (("retry-after", "3"),)
 
     def last_text(self, body: dict[str, Any]) -> str:
         messages = [m for m in body.get("messages") or [] if m.get("role") == "user"]
@@ -140,7 +178,12 @@ class _AnthropicHandler(_ChatHandler):
     """Anthropic messages (``/v1/messages``), as the anthropic SDK calls them."""
 
     def error_body(self, code: int, status: str) -> dict[str, Any]:
-        kind = {400: "invalid_request_error", 429: "rate_limit_error"}.get(code, "api_error")
+        kind = {
+            400: "invalid_request_error",
+            401: "authentication_error",
+            429: "rate_limit_error",
+            529: "overloaded_error",
+        }.get(code, "api_error")
         return {"type": "error", "error": {"type": kind, "message": f"{status} (test)"}}
 
     def reply(self, body: dict[str, Any]) -> None:
@@ -174,12 +217,15 @@ def api_server(api: str) -> Iterator[tuple[str, list[dict[str, Any]]]]:
     """``(base_url, requests received)`` of a ``gemini``/``openai``/``anthropic``
     server on a free loopback port."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), HANDLERS[api])
+    server.daemon_threads = True
     server.requests = []  # type: ignore[attr-defined]
+    server.stopping = threading.Event()  # type: ignore[attr-defined]
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}", server.requests  # type: ignore[attr-defined]
     finally:
+        server.stopping.set()  # type: ignore[attr-defined]
         server.shutdown()
         server.server_close()
         thread.join(timeout=10)

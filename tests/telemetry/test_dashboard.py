@@ -58,3 +58,10 @@ def test_dashboard_covers_errors_latency_and_tokens_per_agent_tool_and_run() -> 
         query = target.get("query", "")
         if "gen_ai.usage." in query:
             assert 'span.adk.span.kind = "model"' in query, query
+
+
+def test_dashboard_shows_failures_by_category_retryability_and_recovered_runs() -> None:
+    queries = [t.get("query", "") for t in _targets()]
+    assert any(f"by (span.adk.span.kind, span.{sc.ADK_ERROR_CATEGORY})" in q for q in queries)
+    assert any(f"by (span.{sc.ADK_ERROR_RETRYABLE}" in q for q in queries)
+    assert any(f"span.{sc.ADK_ERROR_COUNT} > 0" in q and 'outcome = "ok"' in q for q in queries)
