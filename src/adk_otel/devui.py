@@ -31,8 +31,9 @@ from typing import Any
 
 from .content import ContentCapture
 from .ledger import Entry
+from .redact import guarded
 
-logger: logging.Logger = logging.getLogger(__name__)
+logger: logging.Logger = guarded(logging.getLogger(__name__))
 
 EVENT_ID = "gcp.vertex.agent.event_id"
 INVOCATION_ID = "gcp.vertex.agent.invocation_id"

@@ -36,8 +36,9 @@ from opentelemetry.util.types import AttributeValue
 from . import env, sanitize
 from . import semconv as sc
 from .attributes import mcp_tool_error
+from .redact import guarded
 
-logger: logging.Logger = logging.getLogger(__name__)
+logger: logging.Logger = guarded(logging.getLogger(__name__))
 
 RESULT_FAILURES_ENV = "ADK_OTEL_RESULT_FAILURES"
 

@@ -23,8 +23,9 @@ from enum import StrEnum
 from typing import Any
 
 from . import semconv as sc
+from .redact import guarded
 
-logger: logging.Logger = logging.getLogger(__name__)
+logger: logging.Logger = guarded(logging.getLogger(__name__))
 
 ENV = "ADK_OTEL_USER_ID"
 _warned: set[str] = set()

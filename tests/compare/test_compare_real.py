@@ -137,9 +137,10 @@ def test_a_broken_tool_trips_the_errors_gate_only(trace_sets) -> None:
     result = compare(trace_sets["baseline"], trace_sets["broken"])
     assert result.tripped_gates == ["errors"], result.report()
     report = result.report()
-    assert "runs hitting TimeoutError (new)" in report
+    # The failure taxonomy names it: a tool that raised is `tool_exception` on every layer.
+    assert "runs hitting tool_exception (new)" in report
     new = [f for f in result.comparison.findings if f.new and f.gate == "errors"]
-    assert [f.subject for f in new] == ["runs hitting TimeoutError"]
+    assert [f.subject for f in new] == ["runs hitting tool_exception"]
 
 
 def test_a_detour_trips_path_calls_and_tokens_and_shows_where_it_diverges(trace_sets) -> None:
