@@ -13,12 +13,21 @@ children. Detaching is done only when it is provably safe — the entry's
 context is still the current one in the same ``contextvars.Context`` —
 because a detach against a foreign token is what makes other instrumentations
 log "Failed to detach context" and leave an ended span current.
+
+A layer's terminal hook only *concludes* its entry (:meth:`Ledger.conclude`):
+the outcome and the end time are fixed then, but the span stays open and
+current until :meth:`Ledger.settle` (or any later closer) ends it, so code
+that runs after the hook in the same layer still annotates a live span. An
+entry that ended while its context was current elsewhere (another task's copy)
+keeps its token, and :meth:`Ledger.unwind` detaches it later, in its own
+context.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +43,9 @@ from .semconv import ADK_CLOSE_REASON, ADK_OUTCOME, ERROR_TYPE, Outcome
 logger: logging.Logger = logging.getLogger(__name__)
 
 _STATUS_OK = Status(StatusCode.OK)
+_ENTRY = "_adk_otel_entry"
+"""Attribute of an entry's OpenTelemetry context naming the entry, so the
+entry behind the current context is found in one lookup (see unwind)."""
 
 
 def error_type(error: BaseException) -> str:
@@ -62,6 +74,24 @@ def record_exception(span: Span, error: BaseException) -> None:
     )
 
 
+@dataclass(slots=True)
+class _Conclusion:
+    """The end a terminal hook decided, kept until the span really ends."""
+
+    outcome: Outcome
+    error: BaseException | None
+    reason: str | None
+    description: str | None
+    extra: Mapping[str, AttributeValue] | None
+    end_time: int
+    """``time.time_ns()`` when it was decided: the span's end time."""
+    end_perf: int
+    """``time.perf_counter_ns()`` then, for durations measured in-process."""
+    foreign: tuple[str, frozenset[str]] | None = None
+    """``(prefix, keys)``: attributes under ``prefix`` that were not among
+    ``keys`` at the conclusion are dropped at the end (see conclude)."""
+
+
 @dataclass(eq=False, slots=True)
 class Entry:
     """One open (or just ended) span and its place in the tree."""
@@ -83,6 +113,8 @@ class Entry:
     """An error the operation reported without raising (a remote agent's
     failed task), as ``(reason, description)``: its successful end is then an
     ``error`` one."""
+    pending: _Conclusion | None = None
+    """How the span ends, once its terminal hook decided it (see conclude)."""
     _attached: otel_context.Context | None = None
     _token: object = None
     _context: otel_context.Context | None = None
@@ -94,6 +126,7 @@ class Entry:
         ctx = self._context
         if ctx is None:
             ctx = self._context = trace.set_span_in_context(self.span)
+            setattr(ctx, _ENTRY, self)
         return ctx
 
     def walk_open(self) -> Iterator[Entry]:
@@ -111,6 +144,11 @@ class Ledger:
         self._lock = threading.Lock()
         self.retarget(tracer)
         self._open: dict[object, Entry] = {}
+        self.concluded: int = 0
+        """Entries concluded and not yet ended (see conclude)."""
+        self.dangling: int = 0
+        """Entries ended while still current in a context they could not be
+        detached from then (a hint for unwind: some may never be reached)."""
         self.failures: int = 0
         """Times recording a span's outcome (or ending it) failed inside
         adk-otel; the span was ended all the same. Logged once, counted always."""
@@ -156,7 +194,7 @@ class Ledger:
                 parent.children.append(entry)
         if stale is not None:
             # The same key opened twice without a close: never leak the first.
-            self._finish(stale, Outcome.INCOMPLETE, None, "reopened")
+            self._end(stale, Outcome.INCOMPLETE, None, "reopened")
         self._started(entry, attributes or {}, parent_context)
         return entry
 
@@ -188,6 +226,14 @@ class Ledger:
         entry._token = otel_context.attach(ctx)
         entry._attached = ctx
 
+    def reattach(self, entry: Entry) -> None:
+        """Make ``entry`` current again if something else is (ADK restored its
+        own context since the entry was attached). The earlier token, if any,
+        is then stale and dropped: resetting it would discard later values."""
+        if entry.ended or otel_context.get_current() is entry._attached:
+            return
+        self.attach(entry)
+
     def end(
         self,
         key: object,
@@ -216,12 +262,114 @@ class Ledger:
         with no exception is described by ``description`` (else ``reason``);
         ``extra`` (clean) attributes are written with the outcome, in one call."""
         if entry.children:
-            swept = Outcome.CANCELLED if outcome is Outcome.CANCELLED else Outcome.INCOMPLETE
-            # A cancelled layer's children share its outcome and say why.
-            sweep_reason = (reason or "cancelled") if swept is Outcome.CANCELLED else "parent_ended"
-            for child in entry.walk_open():
-                self._finish(child, swept, None, sweep_reason)
-        self._finish(entry, outcome, error, reason, extra, description)
+            self._sweep(entry, outcome, reason)
+        self._end(entry, outcome, error, reason, extra, description)
+
+    def _sweep(self, entry: Entry, outcome: Outcome, reason: str | None) -> None:
+        """End ``entry``'s open descendants: concluded ones as decided, the
+        rest ``incomplete`` (``cancelled`` with a cancelled parent)."""
+        swept = Outcome.CANCELLED if outcome is Outcome.CANCELLED else Outcome.INCOMPLETE
+        # A cancelled layer's children share its outcome and say why.
+        sweep_reason = (reason or "cancelled") if swept is Outcome.CANCELLED else "parent_ended"
+        for child in entry.walk_open():
+            self._end(child, swept, None, sweep_reason)
+
+    def conclude(
+        self,
+        entry: Entry,
+        outcome: Outcome,
+        error: BaseException | None = None,
+        reason: str | None = None,
+        description: str | None = None,
+        extra: Mapping[str, AttributeValue] | None = None,
+        foreign: str | None = None,
+    ) -> None:
+        """Decide how ``entry`` ends, now, without ending it: its open
+        descendants end (their layers are over), the outcome and end time are
+        fixed, and the span stays open and current for whatever else runs in
+        its layer until :meth:`settle` or any other closer ends it. The first
+        conclusion wins; a later one, or one after the end, is a no-op.
+
+        ``extra`` is written again at the end, over anything written since;
+        attributes named ``foreign*`` that appear after now are dropped at the
+        end (a framework that writes its own telemetry to whatever span is
+        current at the end of the layer)."""
+        if entry.ended or entry.pending is not None:
+            return
+        if entry.children:
+            self._sweep(entry, outcome, reason)
+        guard = None
+        if foreign is not None and entry.recording:
+            guard = (foreign, frozenset(getattr(entry.span, "_attributes", None) or ()))
+        entry.pending = _Conclusion(
+            outcome,
+            error,
+            reason,
+            description,
+            extra,
+            time.time_ns(),
+            time.perf_counter_ns(),
+            guard,
+        )
+        with self._lock:
+            self.concluded += 1
+
+    def settle(self, entry: Entry) -> None:
+        """End a concluded entry with its conclusion (a no-op otherwise)."""
+        if entry.pending is not None and not entry.ended:
+            self._end(entry, entry.pending.outcome, None, None)
+
+    def settle_children(self, entry: Entry) -> None:
+        """End ``entry``'s concluded children: a new operation under it has
+        begun, so their layers are over."""
+        for child in list(entry.children):
+            if child.pending is not None:
+                self._end(child, child.pending.outcome, None, None)
+
+    def unwind(self) -> None:
+        """Detach, in this context, entries that ended while current here but
+        were ended from another context (where their token could not be
+        reset). Called at the start of a hook, before anything is attached."""
+        if not self.dangling:
+            return
+        ctx = otel_context.get_current()
+        entry: Entry | None = getattr(ctx, _ENTRY, None)
+        while entry is not None and entry.ended and entry._attached is ctx:
+            token = entry._token
+            var = getattr(token, "var", None)
+            if var is None:
+                return
+            try:
+                var.reset(token)
+            except (ValueError, RuntimeError):
+                return  # another Context (a task's copy): not ours to change
+            entry._token = entry._attached = None
+            self.dangling -= 1
+            ctx = otel_context.get_current()
+            entry = getattr(ctx, _ENTRY, None)
+
+    def _end(
+        self,
+        entry: Entry,
+        outcome: Outcome,
+        error: BaseException | None,
+        reason: str | None,
+        extra: Mapping[str, AttributeValue] | None = None,
+        description: str | None = None,
+    ) -> None:
+        """:meth:`_finish`, with the entry's own conclusion in charge when it has one."""
+        pending = entry.pending
+        if pending is None:
+            self._finish(entry, outcome, error, reason, extra, description)
+        elif not entry.ended:
+            self._finish(
+                entry,
+                pending.outcome,
+                pending.error,
+                pending.reason,
+                pending.extra,
+                pending.description,
+            )
 
     def end_all(self, outcome: Outcome, reason: str) -> int:
         """End every open span (plugin close, shutdown). Returns how many."""
@@ -233,7 +381,7 @@ class Ledger:
         with self._lock:
             leftovers = list(self._open.values())
         for entry in leftovers:
-            self._finish(entry, outcome, None, reason)
+            self._end(entry, outcome, None, reason)
         return count
 
     def _finish(
@@ -251,6 +399,8 @@ class Ledger:
             if entry.ended:
                 return
             entry.ended = True
+            if entry.pending is not None:
+                self.concluded -= 1
             if self._open.get(entry.key) is entry:
                 del self._open[entry.key]
             if entry.parent is not None:
@@ -261,6 +411,8 @@ class Ledger:
                     pass
         span = entry.span
         try:
+            if entry.pending is not None and entry.pending.foreign is not None:
+                self._drop_foreign(span, *entry.pending.foreign)
             if entry.recording:
                 self._record_outcome(span, outcome, error, reason, extra, description)
         except Exception:
@@ -273,8 +425,9 @@ class Ledger:
             except Exception:
                 self._failed("detaching a span's context")
             entry.anchor = None
+            pending = entry.pending
             try:
-                span.end()
+                span.end(pending.end_time if pending is not None else None)
             except Exception:
                 self._failed("ending a span")
 
@@ -308,6 +461,18 @@ class Ledger:
                 text = sanitize.clean(description) if description else reason
                 span.set_status(Status(StatusCode.ERROR, text))
 
+    @staticmethod
+    def _drop_foreign(span: Span, prefix: str, kept: frozenset[str]) -> None:
+        """Remove attributes under ``prefix`` written since the conclusion.
+        The API has no removal: the SDK span's attribute map is edited (a
+        span of another SDK is left as it is)."""
+        written = getattr(span, "_attributes", None)
+        if written is None:
+            return
+        for key in written.keys() - kept:
+            if key.startswith(prefix):
+                del written[key]
+
     def _failed(self, what: str) -> None:
         """A failure inside adk-otel's own bookkeeping: counted, logged once."""
         with self._lock:
@@ -321,18 +486,22 @@ class Ledger:
                 exc_info=True,
             )
 
-    @staticmethod
-    def _detach(entry: Entry) -> None:
+    def _detach(self, entry: Entry) -> None:
         token, attached = entry._token, entry._attached
-        entry._token = entry._attached = None
-        if token is None or otel_context.get_current() is not attached:
+        if token is None:
             return
-        var = getattr(token, "var", None)
-        if var is None:
-            return
-        # A token from a different contextvars.Context (another task) raises:
-        # that context is not ours to touch.
-        try:  # noqa: SIM105 (every span: no context manager object)
-            var.reset(token)
-        except (ValueError, RuntimeError):
-            pass
+        if otel_context.get_current() is attached:
+            var = getattr(token, "var", None)
+            if var is None:
+                return
+            # A token from a different contextvars.Context (another task's
+            # copy) raises: that context is not ours to touch.
+            try:
+                var.reset(token)
+                entry._token = entry._attached = None
+                return
+            except (ValueError, RuntimeError):
+                pass
+        # Not detached here: if it is still current in the context that
+        # attached it, unwind() detaches it there later.
+        self.dangling += 1

@@ -567,7 +567,8 @@ class TelemetryLedger(Ledger):
         super()._finish(entry, outcome, error, reason, rollup, description)
         if self.instruments is not None:
             try:
-                self._record(facts, outcome, error, reason)
+                ended = entry.pending.end_perf if entry.pending is not None else None
+                self._record(facts, outcome, error, reason, ended)
             except Exception:
                 self._failed("recording a span's metrics")
 
@@ -618,6 +619,7 @@ class TelemetryLedger(Ledger):
         outcome: Outcome,
         error: BaseException | None,
         reason: str | None,
+        ended: int | None = None,
     ) -> None:
         instruments = self.instruments
         assert instruments is not None
@@ -636,7 +638,7 @@ class TelemetryLedger(Ledger):
             instruments.time_to_first_chunk.record(facts.first_chunk, chunk_dims)
             for gap in facts.chunk_gaps or ():
                 instruments.time_per_output_chunk.record(gap, chunk_dims)
-        seconds = (time.perf_counter_ns() - facts.started) / 1e9
+        seconds = ((ended or time.perf_counter_ns()) - facts.started) / 1e9
         if facts.kind == _MODEL:
             if instruments.model_calls:
                 instruments.operation_duration.record(seconds, dims)

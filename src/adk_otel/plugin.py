@@ -341,6 +341,11 @@ class AdkOtelPlugin(BasePlugin):
     def _close_run(
         self, run: _Run, outcome: Outcome, reason: str | None, error: BaseException | None
     ) -> None:
+        if run.watch is not None and not run.watch.finished:
+            # The run's own callbacks after ours still see its span; the
+            # wrapper ends it when ADK's generator is done (close_remaining).
+            self._ledger.conclude(run.entry, outcome, error, reason)
+            return
         if not run.entry.ended:
             self._ledger.end_entry(run.entry, outcome, error, reason)
         self._forget(run)
@@ -367,6 +372,11 @@ class AdkOtelPlugin(BasePlugin):
             self._looked_around = True
             coexistence.warn_about_others()
         run = self._open_run(invocation_context)
+        if run.watch is not None:
+            # Under instrument() the run executes in a private context (see
+            # runner.py), so the invocation span can be current for the run's
+            # callbacks without ever being current in the caller's context.
+            self._ledger.attach(run.entry)
         root = getattr(invocation_context, "agent", None)
         if root is not None and self._propagating.get(id(root)) is not root:
             with contextlib.suppress(TypeError):  # an agent without weak references
@@ -432,6 +442,9 @@ class AdkOtelPlugin(BasePlugin):
         if parent is None and run is not None:
             parent = run.entry
         ledger = self._ledger
+        ledger.unwind()
+        if parent is not None and parent.children:
+            ledger.settle_children(parent)
         entry = ledger.start(
             ("agent", next(self._keys)),
             f"invoke_agent {agent.name}",
@@ -455,28 +468,33 @@ class AdkOtelPlugin(BasePlugin):
 
     @_never_raises
     def after_agent_callback(self, *, agent: Any, callback_context: Any) -> None:
+        ledger = self._ledger
+        ledger.unwind()
         entry, run = self._agent_entry(agent, callback_context)
         if entry is None:
             return
-        if not self._ledger.will_record(entry):
+        # Concluded, not ended: the agent's own after callback and later
+        # plugins still see (and annotate) its span; see ledger.conclude.
+        ledger.reattach(entry)
+        if not ledger.will_record(entry):
             # Sampled out, nothing under it recorded, no metrics: no outcome to work out.
-            self._ledger.end_entry(entry, Outcome.OK)
+            ledger.conclude(entry, Outcome.OK)
             return
         # Some ADK releases (2.13) run after_agent from a `finally` while a
         # CancelledError the agent's code raised (a future cancelled under it)
         # is in flight: an abort, not a success, though the task is not cancelling.
         aborted = abort_reason(sys.exc_info()[1])
         if run is not None and run.closing_early:
-            self._ledger.end_entry(entry, Outcome.INCOMPLETE, None, "consumer_closed")
+            ledger.conclude(entry, Outcome.INCOMPLETE, None, "consumer_closed")
         elif _is_cancelled(run) or getattr(callback_context, "is_aborted", False):
-            self._ledger.end_entry(entry, Outcome.CANCELLED, None, "cancelled")
+            ledger.conclude(entry, Outcome.CANCELLED, None, "cancelled")
         elif aborted is not None:
-            self._ledger.end_entry(entry, Outcome.CANCELLED, None, aborted)
+            ledger.conclude(entry, Outcome.CANCELLED, None, aborted)
         elif entry.reported_error is not None:
             reason, description = entry.reported_error
-            self._ledger.end_entry(entry, Outcome.ERROR, None, reason, description)
+            ledger.conclude(entry, Outcome.ERROR, None, reason, description)
         else:
-            self._ledger.end_entry(entry, Outcome.OK)
+            ledger.conclude(entry, Outcome.OK)
 
     def remote_response(self, invocation_context: Any, response: Any) -> None:
         """A response a remote agent received (``a2a.py``): its task's id and
@@ -498,6 +516,7 @@ class AdkOtelPlugin(BasePlugin):
     def on_agent_error_callback(
         self, *, agent: Any, callback_context: Any, error: Exception
     ) -> None:
+        self._ledger.unwind()
         entry, _ = self._agent_entry(agent, callback_context)
         if entry is not None:
             self._end_failed(entry, error, callback_context.invocation_id)
@@ -529,6 +548,9 @@ class AdkOtelPlugin(BasePlugin):
             return
         actions = callback_context.actions
         ledger = self._ledger
+        ledger.unwind()
+        if parent is not None and parent.children:
+            ledger.settle_children(parent)
         entry = ledger.start(
             ("model", id(actions)),
             f"generate_content {attrs.model_name(llm_request)}",
@@ -561,8 +583,8 @@ class AdkOtelPlugin(BasePlugin):
     @_never_raises
     def after_model_callback(self, *, callback_context: Any, llm_response: Any) -> None:
         entry = self._ledger.get(("model", id(callback_context.actions)))
-        if entry is None:
-            return
+        if entry is None or entry.pending is not None:
+            return  # not ours, or already concluded (an error a callback recovered from)
         if getattr(llm_response, "partial", False):
             entry.updates += 1
             entry.span.set_attribute(ADK_MODEL_CHUNKS, entry.updates)
@@ -584,11 +606,15 @@ class AdkOtelPlugin(BasePlugin):
                 llm_response,
                 sc.GEN_AI_INFERENCE_DETAILS_EVENT,
             )
+        # Concluded, not ended: the span is current again (ADK restored its own
+        # context since before_model) for the after_model callbacks that run
+        # after this one; the response event settles it.
+        ledger.reattach(entry)
         error_code = getattr(llm_response, "error_code", None)
         if error_code:
-            ledger.end_entry(entry, Outcome.ERROR, None, str(error_code), extra=response)
+            ledger.conclude(entry, Outcome.ERROR, None, str(error_code), extra=response)
         else:
-            ledger.end_entry(entry, Outcome.OK, extra=response)
+            ledger.conclude(entry, Outcome.OK, extra=response)
 
     @_never_raises
     def on_model_error_callback(
@@ -606,6 +632,9 @@ class AdkOtelPlugin(BasePlugin):
         # A workflow tool node has no agent span: the run is its parent.
         parent = (run.innermost_agent(tool_context.agent_name) or run.entry) if run else None
         ledger = self._ledger
+        ledger.unwind()
+        if parent is not None and parent.children:
+            ledger.settle_children(parent)
         entry = ledger.start(
             ("tool", tool_context.invocation_id, tool_context.function_call_id),
             f"execute_tool {tool.name}",
@@ -625,14 +654,38 @@ class AdkOtelPlugin(BasePlugin):
         self, *, tool: Any, tool_args: Any, tool_context: Any, result: Any
     ) -> None:
         key = ("tool", tool_context.invocation_id, tool_context.function_call_id)
-        if self._content is not None and (entry := self._ledger.get(key)) is not None:
+        entry = self._ledger.get(key)
+        if entry is None or entry.pending is not None:
+            return  # not ours, or already concluded (an error a callback recovered from)
+        if self._content is not None:
             self._capture(entry, sc.GEN_AI_TOOL_CALL_RESULT, _same, result)
+        # Concluded, not ended: see after_model_callback.
+        self._ledger.reattach(entry)
         failure = attrs.mcp_tool_error(tool, result)
         if failure is not None:
             # An MCP tool that answered with isError: a failed call, not an exception.
-            self._ledger.end(key, Outcome.ERROR, None, sc.MCP_TOOL_ERROR, failure)
+            self._conclude_tool(entry, tool_context, Outcome.ERROR, sc.MCP_TOOL_ERROR, failure)
         else:
-            self._ledger.end(key, Outcome.OK)
+            self._conclude_tool(entry, tool_context, Outcome.OK)
+
+    def _conclude_tool(
+        self,
+        entry: Entry,
+        tool_context: Any,
+        outcome: Outcome,
+        reason: str | None = None,
+        description: str | None = None,
+        error: BaseException | None = None,
+    ) -> None:
+        """Conclude a tool span. Some ADK releases (2.5) write their own tool
+        telemetry to the current span after the tool's last callback, which
+        is adk-otel's span now: the call id is written again at the end and
+        ADK's ``gcp.vertex.agent.*`` attributes (content among them) dropped."""
+        call_id = tool_context.function_call_id
+        extra = {sc.GEN_AI_TOOL_CALL_ID: sanitize.clean(call_id)} if call_id.__class__ is str else None
+        self._ledger.conclude(
+            entry, outcome, error, reason, description, extra=extra, foreign=_ADK_LEGACY
+        )
 
     @_never_raises
     def on_tool_error_callback(
@@ -641,16 +694,48 @@ class AdkOtelPlugin(BasePlugin):
         entry = self._ledger.get(
             ("tool", tool_context.invocation_id, tool_context.function_call_id)
         )
-        if entry is not None:
-            self._end_failed(entry, error, tool_context.invocation_id)
+        if entry is not None and entry.pending is None:
+            self._ledger.reattach(entry)
+            aborted = abort_reason(error)
+            if aborted is not None:
+                self._conclude_tool(entry, tool_context, Outcome.CANCELLED, aborted)
+            elif _is_cancelled(self._run_for(tool_context.invocation_id)):
+                self._conclude_tool(entry, tool_context, Outcome.CANCELLED, "cancelled")
+            else:
+                self._conclude_tool(entry, tool_context, Outcome.ERROR, error=error)
 
     # -- content capture (off by default; see content.py) ---------------
 
     async def on_event_callback(self, *, invocation_context: Any, event: Any) -> None:
-        # Called for every event: with capture off, do nothing at all.
+        # Called for every event: with capture off and nothing concluded, do nothing at all.
+        ledger = self._ledger_instance
+        if ledger is not None and ledger.concluded:
+            self._settle_for(ledger, event)
         if self._content is not None:
             await self._capture_final_response(invocation_context=invocation_context, event=event)
         return None
+
+    def _settle_for(self, ledger: TelemetryLedger, event: Any) -> None:
+        """End the model or tool spans whose response this event carries: every
+        callback of their layer has run by the time ADK emits it."""
+        try:
+            self._settle_responses(ledger, event)
+        except Exception:
+            self._hook_failures += 1
+            logger.debug("adk-otel: settling spans failed", exc_info=True)
+
+    @staticmethod
+    def _settle_responses(ledger: TelemetryLedger, event: Any) -> None:
+        actions = getattr(event, "actions", None)
+        if actions is not None and not getattr(event, "partial", False):
+            model = ledger.get(("model", id(actions)))
+            if model is not None:
+                ledger.settle(model)
+        if ledger.concluded:
+            for call_id in attrs.function_response_ids(event):
+                tool = ledger.get(("tool", getattr(event, "invocation_id", None), call_id))
+                if tool is not None:
+                    ledger.settle(tool)
 
     @_never_raises
     def _capture_final_response(self, *, invocation_context: Any, event: Any) -> None:
@@ -685,13 +770,16 @@ class AdkOtelPlugin(BasePlugin):
     # -- shared ----------------------------------------------------------
 
     def _end_failed(self, entry: Entry, error: BaseException, invocation_id: str) -> None:
+        """Conclude a failed layer; it ends after the layer's other error callbacks."""
+        if entry.pending is None:
+            self._ledger.reattach(entry)
         aborted = abort_reason(error)
         if aborted is not None:
-            self._ledger.end_entry(entry, Outcome.CANCELLED, None, aborted)
+            self._ledger.conclude(entry, Outcome.CANCELLED, None, aborted)
         elif _is_cancelled(self._run_for(invocation_id)):
-            self._ledger.end_entry(entry, Outcome.CANCELLED, None, "cancelled")
+            self._ledger.conclude(entry, Outcome.CANCELLED, None, "cancelled")
         else:
-            self._ledger.end_entry(entry, Outcome.ERROR, error)
+            self._ledger.conclude(entry, Outcome.ERROR, error)
 
     async def close(self) -> None:
         """End anything still open (``Runner.close()`` calls this)."""
@@ -712,6 +800,9 @@ class AdkOtelPlugin(BasePlugin):
         except Exception:
             logger.warning("adk-otel: ending open spans failed", exc_info=True)
 
+
+_ADK_LEGACY = f"{sc.ADK_SCOPE}."
+"""Prefix of the attributes ADK's own tool telemetry writes (``gcp.vertex.agent.``)."""
 
 _LIVE: weakref.WeakSet[AdkOtelPlugin] = weakref.WeakSet()
 _exit_hook_registered = False

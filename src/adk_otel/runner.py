@@ -38,15 +38,18 @@ Closer = Callable[[Outcome, str, BaseException | None], None]
 class RunWatch:
     """What one wrapped call knows about the runs started under it."""
 
-    __slots__ = ("closers", "closing_early")
+    __slots__ = ("closers", "closing_early", "finished")
 
     def __init__(self) -> None:
         self.closers: list[Closer] = []
         self.closing_early: bool = False
+        self.finished: bool = False
+        """Set once ADK's generator is done: closers then end, not conclude."""
 
     def close_remaining(self, outcome: Outcome, reason: str, error: BaseException | None) -> None:
         """End the runs still open; never raises (it runs in a ``finally``
         where an exception would replace the user's own)."""
+        self.finished = True
         closers, self.closers = self.closers, []
         for closer in reversed(closers):
             try:
