@@ -583,8 +583,13 @@ class AdkOtelPlugin(BasePlugin):
     @_never_raises
     def after_model_callback(self, *, callback_context: Any, llm_response: Any) -> None:
         entry = self._ledger.get(("model", id(callback_context.actions)))
-        if entry is None or entry.pending is not None:
-            return  # not ours, or already concluded (an error a callback recovered from)
+        if entry is None:
+            return
+        # Current again for the after_model callbacks that run after this one
+        # (ADK restores its own context around each response, chunks included).
+        self._ledger.reattach(entry)
+        if entry.pending is not None:
+            return  # already concluded: an error a callback recovered from
         if getattr(llm_response, "partial", False):
             entry.updates += 1
             entry.span.set_attribute(ADK_MODEL_CHUNKS, entry.updates)
@@ -606,10 +611,7 @@ class AdkOtelPlugin(BasePlugin):
                 llm_response,
                 sc.GEN_AI_INFERENCE_DETAILS_EVENT,
             )
-        # Concluded, not ended: the span is current again (ADK restored its own
-        # context since before_model) for the after_model callbacks that run
-        # after this one; the response event settles it.
-        ledger.reattach(entry)
+        # Concluded, not ended: the response event settles it.
         error_code = getattr(llm_response, "error_code", None)
         if error_code:
             ledger.conclude(entry, Outcome.ERROR, None, str(error_code), extra=response)
@@ -655,12 +657,14 @@ class AdkOtelPlugin(BasePlugin):
     ) -> None:
         key = ("tool", tool_context.invocation_id, tool_context.function_call_id)
         entry = self._ledger.get(key)
-        if entry is None or entry.pending is not None:
-            return  # not ours, or already concluded (an error a callback recovered from)
+        if entry is None:
+            return
+        self._ledger.reattach(entry)  # see after_model_callback
+        if entry.pending is not None:
+            return  # already concluded: an error a callback recovered from
         if self._content is not None:
             self._capture(entry, sc.GEN_AI_TOOL_CALL_RESULT, _same, result)
-        # Concluded, not ended: see after_model_callback.
-        self._ledger.reattach(entry)
+        # Concluded, not ended: the function response event settles it.
         failure = attrs.mcp_tool_error(tool, result)
         if failure is not None:
             # An MCP tool that answered with isError: a failed call, not an exception.
@@ -682,7 +686,9 @@ class AdkOtelPlugin(BasePlugin):
         is adk-otel's span now: the call id is written again at the end and
         ADK's ``gcp.vertex.agent.*`` attributes (content among them) dropped."""
         call_id = tool_context.function_call_id
-        extra = {sc.GEN_AI_TOOL_CALL_ID: sanitize.clean(call_id)} if call_id.__class__ is str else None
+        extra = (
+            {sc.GEN_AI_TOOL_CALL_ID: sanitize.clean(call_id)} if call_id.__class__ is str else None
+        )
         self._ledger.conclude(
             entry, outcome, error, reason, description, extra=extra, foreign=_ADK_LEGACY
         )
