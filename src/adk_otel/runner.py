@@ -118,7 +118,14 @@ async def _watched(inner: AsyncGenerator[Any, None]) -> AsyncGenerator[Any, None
             outcome, reason, error = Outcome.ERROR, "run_failed", exc
         raise
     finally:
-        watch.close_remaining(outcome, reason, error)
+        try:
+            # What ``contextlib.aclosing`` does, in the run's own context: ADK's
+            # generator is closed however this one ends (an exception thrown in
+            # at a yield included), never left to the garbage collector. A
+            # no-op once it is exhausted or closed.
+            await _in_context(context, inner.aclose())
+        finally:
+            watch.close_remaining(outcome, reason, error)
 
 
 def _watch_call(
