@@ -367,6 +367,7 @@ class AdkOtelPlugin(BasePlugin):
 
     @_never_raises
     def before_run_callback(self, *, invocation_context: Any) -> None:
+        _lead(self, invocation_context)
         if not self._looked_around:
             # At the first run every instrumentation the application set up is in place.
             self._looked_around = True
@@ -829,6 +830,18 @@ def _end_at_exit(plugin: AdkOtelPlugin) -> None:
 def _end_all_open_spans() -> None:
     for plugin in list(_LIVE):
         plugin.end_open_spans("process_exit")
+
+
+def _lead(plugin: AdkOtelPlugin, invocation_context: Any) -> None:
+    """Put ``plugin`` first in the run's plugin list, as ``instrument()``
+    does, when it was registered later (``--extra_plugins`` appends it): every
+    other plugin's callbacks then see the span of their layer. Done while ADK
+    iterates the list for before_run: moving the current item to the front
+    leaves the items after it where they were, so none is skipped or repeated."""
+    plugins = getattr(getattr(invocation_context, "plugin_manager", None), "plugins", None)
+    if plugins.__class__ is list and plugins and plugins[0] is not plugin and plugin in plugins:
+        plugins.remove(plugin)
+        plugins.insert(0, plugin)
 
 
 def _same(value: Any) -> Any:

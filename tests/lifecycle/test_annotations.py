@@ -277,3 +277,28 @@ async def test_short_circuit(recorder, caplog, setup, kind):
     assert recorder.named(layer), render(recorder.ended)
     for span in recorder.named(layer):
         assert f"app.agent.{kind}" in span.attributes
+
+
+async def test_a_plugin_registered_before_adk_otel(recorder, caplog):
+    """``adk web --extra_plugins`` appends adk-otel after the app's own
+    plugins: it moves itself first at the first run's before_run, so from
+    then on every plugin's callbacks see the span of their layer."""
+    seen: set[str] = set()
+    agent = LlmAgent(
+        name="clerk",
+        model=ScriptedModel(script=[call("lookup", {"sku": "A1"}), reply("3 left")]),
+        tools=[lookup],
+        **agent_callbacks(seen, {}),
+    )
+    annotator = Annotator()
+    plugin = adk_otel.AdkOtelPlugin()
+    runner = InMemoryRunner(app=App(name=APP, root_agent=agent, plugins=[annotator, plugin]))
+
+    result = await drive(runner)
+
+    assert result.error is None
+    assert runner.plugin_manager.plugins == [plugin, annotator]
+    assert_clean(recorder, caplog.records)
+    # before_run of the first run came before adk-otel's: nothing was current.
+    assert_on_layer(recorder, "app", annotator.seen - {"before_run"}, seen)
+    assert not holders(recorder, "app.plugin.before_run")
