@@ -100,9 +100,10 @@ def test_api_server_extra_plugins_annotations_land_on_their_layer(tmp_path: Path
             "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
             "OTEL_BSP_SCHEDULE_DELAY": "100",
         }
+        command = [adk, "api_server", "--host", "127.0.0.1", "--port", str(port)]
+        command += ["--extra_plugins", "adk_otel.AdkOtelPlugin", str(tmp_path / "agents")]
         server = subprocess.Popen(
-            [adk, "api_server", "--host", "127.0.0.1", "--port", str(port)]
-            + ["--extra_plugins", "adk_otel.AdkOtelPlugin", str(tmp_path / "agents")],
+            command,
             cwd=tmp_path,
             env=env,
             stdout=subprocess.DEVNULL,
