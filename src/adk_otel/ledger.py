@@ -146,9 +146,6 @@ class Ledger:
         self._open: dict[object, Entry] = {}
         self.concluded: int = 0
         """Entries concluded and not yet ended (see conclude)."""
-        self.dangling: int = 0
-        """Entries ended while still current in a context they could not be
-        detached from then (a hint for unwind: some may never be reached)."""
         self.failures: int = 0
         """Times recording a span's outcome (or ending it) failed inside
         adk-otel; the span was ended all the same. Logged once, counted always."""
@@ -311,8 +308,7 @@ class Ledger:
             time.perf_counter_ns(),
             guard,
         )
-        with self._lock:
-            self.concluded += 1
+        self.concluded += 1  # a hint (see on_event): no lock
 
     def settle(self, entry: Entry) -> None:
         """End a concluded entry with its conclusion (a no-op otherwise)."""
@@ -330,8 +326,6 @@ class Ledger:
         """Detach, in this context, entries that ended while current here but
         were ended from another context (where their token could not be
         reset). Called at the start of a hook, before anything is attached."""
-        if not self.dangling:
-            return
         ctx = otel_context.get_current()
         entry: Entry | None = getattr(ctx, _ENTRY, None)
         while entry is not None and entry.ended and entry._attached is ctx:
@@ -344,7 +338,6 @@ class Ledger:
             except (ValueError, RuntimeError):
                 return  # another Context (a task's copy): not ours to change
             entry._token = entry._attached = None
-            self.dangling -= 1
             ctx = otel_context.get_current()
             entry = getattr(ctx, _ENTRY, None)
 
@@ -486,22 +479,20 @@ class Ledger:
                 exc_info=True,
             )
 
-    def _detach(self, entry: Entry) -> None:
+    @staticmethod
+    def _detach(entry: Entry) -> None:
         token, attached = entry._token, entry._attached
-        if token is None:
-            return
-        if otel_context.get_current() is attached:
-            var = getattr(token, "var", None)
-            if var is None:
-                return
-            # A token from a different contextvars.Context (another task's
-            # copy) raises: that context is not ours to touch.
-            try:
-                var.reset(token)
-                entry._token = entry._attached = None
-                return
-            except (ValueError, RuntimeError):
-                pass
-        # Not detached here: if it is still current in the context that
+        # Not current here: if it is still current in the context that
         # attached it, unwind() detaches it there later.
-        self.dangling += 1
+        if token is None or otel_context.get_current() is not attached:
+            return
+        var = getattr(token, "var", None)
+        if var is None:
+            return
+        # A token from a different contextvars.Context (another task's copy)
+        # raises: that context is not ours to touch; unwind() may do it later.
+        try:
+            var.reset(token)
+        except (ValueError, RuntimeError):
+            return
+        entry._token = entry._attached = None

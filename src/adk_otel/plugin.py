@@ -726,23 +726,18 @@ class AdkOtelPlugin(BasePlugin):
         """End the model or tool spans whose response this event carries: every
         callback of their layer has run by the time ADK emits it."""
         try:
-            self._settle_responses(ledger, event)
+            if not event.partial:
+                model = ledger.get(("model", id(event.actions)))
+                if model is not None:
+                    ledger.settle(model)
+            if ledger.concluded:
+                for call_id in attrs.function_response_ids(event):
+                    tool = ledger.get(("tool", event.invocation_id, call_id))
+                    if tool is not None:
+                        ledger.settle(tool)
         except Exception:
             self._hook_failures += 1
             logger.debug("adk-otel: settling spans failed", exc_info=True)
-
-    @staticmethod
-    def _settle_responses(ledger: TelemetryLedger, event: Any) -> None:
-        actions = getattr(event, "actions", None)
-        if actions is not None and not getattr(event, "partial", False):
-            model = ledger.get(("model", id(actions)))
-            if model is not None:
-                ledger.settle(model)
-        if ledger.concluded:
-            for call_id in attrs.function_response_ids(event):
-                tool = ledger.get(("tool", getattr(event, "invocation_id", None), call_id))
-                if tool is not None:
-                    ledger.settle(tool)
 
     @_never_raises
     def _capture_final_response(self, *, invocation_context: Any, event: Any) -> None:
@@ -838,7 +833,7 @@ def _lead(plugin: AdkOtelPlugin, invocation_context: Any) -> None:
     other plugin's callbacks then see the span of their layer. Done while ADK
     iterates the list for before_run: moving the current item to the front
     leaves the items after it where they were, so none is skipped or repeated."""
-    plugins = getattr(getattr(invocation_context, "plugin_manager", None), "plugins", None)
+    plugins = invocation_context.plugin_manager.plugins  # public on ADK 2.5 through 2.13
     if plugins.__class__ is list and plugins and plugins[0] is not plugin and plugin in plugins:
         plugins.remove(plugin)
         plugins.insert(0, plugin)
