@@ -477,6 +477,12 @@ class AdkOtelPlugin(BasePlugin):
         # Concluded, not ended: the agent's own after callback and later
         # plugins still see (and annotate) its span; see ledger.conclude.
         ledger.reattach(entry)
+        self._conclude_agent(entry, run, callback_context)
+        if run is None:
+            ledger.settle(entry)  # no run in sight (plugin added mid-run): no later closer
+
+    def _conclude_agent(self, entry: Entry, run: _Run | None, callback_context: Any) -> None:
+        ledger = self._ledger
         if not ledger.will_record(entry):
             # Sampled out, nothing under it recorded, no metrics: no outcome to work out.
             ledger.conclude(entry, Outcome.OK)
@@ -518,9 +524,11 @@ class AdkOtelPlugin(BasePlugin):
         self, *, agent: Any, callback_context: Any, error: Exception
     ) -> None:
         self._ledger.unwind()
-        entry, _ = self._agent_entry(agent, callback_context)
+        entry, run = self._agent_entry(agent, callback_context)
         if entry is not None:
             self._end_failed(entry, error, callback_context.invocation_id)
+            if run is None:
+                self._ledger.settle(entry)
 
     def _agent_entry(self, agent: Any, callback_context: Any) -> tuple[Entry | None, _Run | None]:
         run = self._run_for(callback_context.invocation_id)
