@@ -109,6 +109,8 @@ class Entry:
     nothing is written to it, only its bookkeeping is kept."""
     updates: int = 0
     """How many intermediate updates (streamed chunks) the span has seen."""
+    opened_with: Mapping[str, AttributeValue] | None = None
+    """The (clean) attributes the span was started with."""
     reported_error: tuple[str, str | None] | None = None
     """An error the operation reported without raising (a remote agent's
     failed task), as ``(reason, description)``: its successful end is then an
@@ -192,6 +194,7 @@ class Ledger:
         if stale is not None:
             # The same key opened twice without a close: never leak the first.
             self._end(stale, Outcome.INCOMPLETE, None, "reopened")
+        entry.opened_with = attributes
         self._started(entry, attributes or {}, parent_context)
         return entry
 
@@ -287,10 +290,11 @@ class Ledger:
         its layer until :meth:`settle` or any other closer ends it. The first
         conclusion wins; a later one, or one after the end, is a no-op.
 
-        ``extra`` is written again at the end, over anything written since;
-        attributes named ``foreign*`` that appear after now are dropped at the
-        end (a framework that writes its own telemetry to whatever span is
-        current at the end of the layer)."""
+        ``extra`` is written at the end, over anything written since. With
+        ``foreign`` set, a framework that writes its own telemetry to
+        whatever span is current at the end of the layer is undone at the end:
+        attributes named ``foreign*`` that appear after now are dropped, and
+        the span's start attributes overwritten since are written again."""
         if entry.ended or entry.pending is not None:
             return
         if entry.children:
@@ -405,7 +409,7 @@ class Ledger:
         span = entry.span
         try:
             if entry.pending is not None and entry.pending.foreign is not None:
-                self._drop_foreign(span, *entry.pending.foreign)
+                self._drop_foreign(entry, *entry.pending.foreign)
             if entry.recording:
                 self._record_outcome(span, outcome, error, reason, extra, description)
         except Exception:
@@ -455,16 +459,22 @@ class Ledger:
                 span.set_status(Status(StatusCode.ERROR, text))
 
     @staticmethod
-    def _drop_foreign(span: Span, prefix: str, kept: frozenset[str]) -> None:
-        """Remove attributes under ``prefix`` written since the conclusion.
-        The API has no removal: the SDK span's attribute map is edited (a
-        span of another SDK is left as it is)."""
-        written = getattr(span, "_attributes", None)
+    def _drop_foreign(entry: Entry, prefix: str, kept: frozenset[str]) -> None:
+        """Remove attributes under ``prefix`` written since the conclusion and
+        put back the start attributes overwritten. The API has no removal:
+        the SDK span's attribute map is edited (a span of another SDK is left
+        as it is)."""
+        written = getattr(entry.span, "_attributes", None)
         if written is None:
             return
         for key in written.keys() - kept:
             if key.startswith(prefix):
                 del written[key]
+        opened_with = entry.opened_with
+        if opened_with:
+            changed = {k: v for k, v in opened_with.items() if written.get(k) != v}
+            if changed:
+                entry.span.set_attributes(changed)
 
     def _failed(self, what: str) -> None:
         """A failure inside adk-otel's own bookkeeping: counted, logged once."""

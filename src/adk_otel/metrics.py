@@ -544,6 +544,38 @@ class TelemetryLedger(Ledger):
         facts.event_name = name
         facts.event.update(attributes)
 
+    def conclude(
+        self,
+        entry: Entry,
+        outcome: Outcome,
+        error: BaseException | None = None,
+        reason: str | None = None,
+        description: str | None = None,
+        extra: Mapping[str, AttributeValue] | None = None,
+        foreign: str | None = None,
+    ) -> None:
+        """As :meth:`Ledger.conclude`; a model call's details record goes out
+        (or waits for its tool-call ids) now, before the response event that
+        links it: on some ADK releases the span ends only after that event."""
+        super().conclude(entry, outcome, error, reason, description, extra, foreign)
+        details = self.details
+        if details is None:
+            return
+        facts = self._facts.get(entry)
+        if facts is None or facts.kind != _MODEL or facts.event is None:
+            return
+        try:
+            start = facts.attributes
+            details.emit_or_hold(
+                entry.span,
+                _details_record(facts, outcome, error, reason),
+                start.get(sc.ADK_INVOCATION_ID),
+                start.get(sc.GEN_AI_AGENT_NAME),
+            )
+        except Exception:
+            self._failed("emitting a model call's details")
+        facts.event = None
+
     def _finish(
         self,
         entry: Entry,

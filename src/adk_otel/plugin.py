@@ -692,15 +692,10 @@ class AdkOtelPlugin(BasePlugin):
     ) -> None:
         """Conclude a tool span. Some ADK releases (2.5) write their own tool
         telemetry to the current span after the tool's last callback, which
-        is adk-otel's span now: the call id is written again at the end and
-        ADK's ``gcp.vertex.agent.*`` attributes (content among them) dropped."""
-        call_id = tool_context.function_call_id
-        extra = (
-            {sc.GEN_AI_TOOL_CALL_ID: sanitize.clean(call_id)} if call_id.__class__ is str else None
-        )
-        self._ledger.conclude(
-            entry, outcome, error, reason, description, extra=extra, foreign=_ADK_LEGACY
-        )
+        is adk-otel's span now: at the end adk-otel's start attributes are
+        written again and ADK's ``gcp.vertex.agent.*`` ones (content among
+        them) dropped."""
+        self._ledger.conclude(entry, outcome, error, reason, description, foreign=_ADK_LEGACY)
 
     @_never_raises
     def on_tool_error_callback(
