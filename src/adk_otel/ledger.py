@@ -28,6 +28,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import weakref
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -92,7 +93,7 @@ class _Conclusion:
     ``keys`` at the conclusion are dropped at the end (see conclude)."""
 
 
-@dataclass(eq=False, slots=True)
+@dataclass(eq=False, slots=True, weakref_slot=True)
 class Entry:
     """One open (or just ended) span and its place in the tree."""
 
@@ -128,7 +129,9 @@ class Entry:
         ctx = self._context
         if ctx is None:
             ctx = self._context = trace.set_span_in_context(self.span)
-            setattr(ctx, _ENTRY, self)
+            # Weak: the entry holds its context, a strong link back would make
+            # a cycle only the garbage collector frees, for every span.
+            setattr(ctx, _ENTRY, weakref.ref(self))
         return ctx
 
     def walk_open(self) -> Iterator[Entry]:
@@ -331,7 +334,8 @@ class Ledger:
         were ended from another context (where their token could not be
         reset). Called at the start of a hook, before anything is attached."""
         ctx = otel_context.get_current()
-        entry: Entry | None = getattr(ctx, _ENTRY, None)
+        ref = getattr(ctx, _ENTRY, None)
+        entry: Entry | None = ref() if ref is not None else None
         while entry is not None and entry.ended and entry._attached is ctx:
             token = entry._token
             var = getattr(token, "var", None)
@@ -343,7 +347,8 @@ class Ledger:
                 return  # another Context (a task's copy): not ours to change
             entry._token = entry._attached = None
             ctx = otel_context.get_current()
-            entry = getattr(ctx, _ENTRY, None)
+            ref = getattr(ctx, _ENTRY, None)
+            entry = ref() if ref is not None else None
 
     def _end(
         self,

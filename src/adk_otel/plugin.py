@@ -445,6 +445,7 @@ class AdkOtelPlugin(BasePlugin):
         ledger = self._ledger
         ledger.unwind()
         if parent is not None and parent.children:
+            # A sibling agent (a loop's previous iteration) whose callbacks are done.
             ledger.settle_children(parent)
         entry = ledger.start(
             ("agent", next(self._keys)),
@@ -558,8 +559,6 @@ class AdkOtelPlugin(BasePlugin):
         actions = callback_context.actions
         ledger = self._ledger
         ledger.unwind()
-        if parent is not None and parent.children:
-            ledger.settle_children(parent)
         entry = ledger.start(
             ("model", id(actions)),
             f"generate_content {attrs.model_name(llm_request)}",
@@ -644,8 +643,6 @@ class AdkOtelPlugin(BasePlugin):
         parent = (run.innermost_agent(tool_context.agent_name) or run.entry) if run else None
         ledger = self._ledger
         ledger.unwind()
-        if parent is not None and parent.children:
-            ledger.settle_children(parent)
         entry = ledger.start(
             ("tool", tool_context.invocation_id, tool_context.function_call_id),
             f"execute_tool {tool.name}",
