@@ -567,6 +567,17 @@ def function_call_ids(event: Any) -> list[tuple[str, str]]:
     return found
 
 
+def function_response_ids(event: Any) -> list[str]:
+    """The ids of the function responses an event carries (a tool's result)."""
+    found = []
+    for part in getattr(getattr(event, "content", None), "parts", None) or ():
+        response = getattr(part, "function_response", None)
+        call_id = getattr(response, "id", None) if response is not None else None
+        if isinstance(call_id, str):
+            found.append(call_id)
+    return found
+
+
 def model_input_messages(llm_request: Any) -> list[dict[str, Any]]:
     return content.messages(request_contents(llm_request))
 

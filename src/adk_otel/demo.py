@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import subprocess
 import sys
@@ -106,11 +107,13 @@ async def run_once(app: Any) -> BaseException | None:
 
     runner = InMemoryRunner(app=app)
     session = await runner.session_service.create_session(app_name=APP_NAME, user_id="demo")
+    events = runner.run_async(
+        user_id="demo", session_id=session.id, new_message=types.UserContent("buy a mug")
+    )
     try:
-        async for _ in runner.run_async(
-            user_id="demo", session_id=session.id, new_message=types.UserContent("buy a mug")
-        ):
-            pass
+        async with contextlib.aclosing(events):
+            async for _ in events:
+                pass
     except Exception as exc:
         return exc
     finally:

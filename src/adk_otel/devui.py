@@ -11,9 +11,11 @@ other export carries them.
 
 The id of the event a model call or tool call produced is made by ADK after
 the call, and reaches a plugin only with that event (``on_event_callback``).
-Under the dev server a model or tool span is therefore detached from the
-context at its after hook, as usual, but ended when its event arrives (or
-when its agent or run ends without one), with the outcome its hooks decided.
+A model or tool span is concluded at its after hook (outcome decided, still
+open: see ``Ledger.conclude``) and normally ends at that same event; under
+the dev server it is also held here, so the event's id is written on it
+first, and when its agent or run ends without the event it is settled then
+with the outcome its hooks decided.
 
 Request and response panes: ADK 2.13's server attaches its own in-memory
 inference records to adk-otel's model spans, so they show without any
@@ -28,6 +30,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from typing import Any
+
+from opentelemetry.util.types import AttributeValue
 
 from .content import ContentCapture
 from .ledger import Entry
@@ -61,7 +65,10 @@ class DevUi:
     """The dev UI's attributes, and the model and tool spans waiting for
     their event's id."""
 
-    def __init__(self) -> None:
+    def __init__(self, annotate: Callable[[Entry, str, AttributeValue], None]) -> None:
+        self._annotate = annotate
+        """Writes an attribute of adk-otel's own (``Ledger.annotate``): kept at
+        the span's end where ADK 2.5's late tool telemetry is dropped."""
         self._models: dict[tuple[str, str], _Held] = {}
         """(invocation id, agent name) -> a model span and how it ends."""
         self._tools: dict[tuple[str, str], _Held] = {}
@@ -119,14 +126,13 @@ class DevUi:
                 if parent is None or _under(entry, parent):
                     self._release(held.pop(key, None), None)
 
-    @staticmethod
-    def _release(held: _Held | None, event_id: str | None) -> None:
+    def _release(self, held: _Held | None, event_id: str | None) -> None:
         if held is None:
             return
         entry, end = held
         try:
             if event_id:
-                entry.span.set_attribute(EVENT_ID, event_id)
+                self._annotate(entry, EVENT_ID, event_id)
         finally:
             end()
 

@@ -13,12 +13,22 @@ children. Detaching is done only when it is provably safe — the entry's
 context is still the current one in the same ``contextvars.Context`` —
 because a detach against a foreign token is what makes other instrumentations
 log "Failed to detach context" and leave an ended span current.
+
+A layer's terminal hook only *concludes* its entry (:meth:`Ledger.conclude`):
+the outcome and the end time are fixed then, but the span stays open and
+current until :meth:`Ledger.settle` (or any later closer) ends it, so code
+that runs after the hook in the same layer still annotates a live span. An
+entry that ended while its context was current elsewhere (another task's copy)
+keeps its token, and :meth:`Ledger.unwind` detaches it later, in its own
+context.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
+import weakref
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,6 +45,9 @@ from .semconv import ADK_CLOSE_REASON, ADK_ERROR_CATEGORY, ADK_OUTCOME, ERROR_TY
 logger: logging.Logger = guarded(logging.getLogger(__name__))
 
 _STATUS_OK = Status(StatusCode.OK)
+_ENTRY = "_adk_otel_entry"
+"""Attribute of an entry's OpenTelemetry context naming the entry, so the
+entry behind the current context is found in one lookup (see unwind)."""
 
 
 def error_type(error: BaseException) -> str:
@@ -63,7 +76,25 @@ def record_exception(span: Span, error: BaseException) -> None:
     )
 
 
-@dataclass(eq=False, slots=True)
+@dataclass(slots=True)
+class _Conclusion:
+    """The end a terminal hook decided, kept until the span really ends."""
+
+    outcome: Outcome
+    error: BaseException | None
+    reason: str | None
+    description: str | None
+    extra: Mapping[str, AttributeValue] | None
+    end_time: int
+    """``time.time_ns()`` when it was decided: the span's end time."""
+    end_perf: int
+    """``time.perf_counter_ns()`` then, for durations measured in-process."""
+    foreign: tuple[str, frozenset[str]] | None = None
+    """``(prefix, keys)``: attributes under ``prefix`` that were not among
+    ``keys`` at the conclusion are dropped at the end (see conclude)."""
+
+
+@dataclass(eq=False, slots=True, weakref_slot=True)
 class Entry:
     """One open (or just ended) span and its place in the tree."""
 
@@ -80,6 +111,8 @@ class Entry:
     nothing is written to it, only its bookkeeping is kept."""
     updates: int = 0
     """How many intermediate updates (streamed chunks) the span has seen."""
+    opened_with: Mapping[str, AttributeValue] | None = None
+    """The (clean) attributes the span was started with."""
     reported_error: tuple[str, str | None] | None = None
     """An error the operation reported without raising (a remote agent's
     failed task), as ``(reason, description)``: its successful end is then an
@@ -88,6 +121,8 @@ class Entry:
     """The classification of ``reported_error`` (a ``failures.Failure``)."""
     reported_cancel: bool = False
     """The operation reported it was cancelled (a remote task ``canceled``)."""
+    pending: _Conclusion | None = None
+    """How the span ends, once its terminal hook decided it (see conclude)."""
     _attached: otel_context.Context | None = None
     _token: object = None
     _context: otel_context.Context | None = None
@@ -99,6 +134,9 @@ class Entry:
         ctx = self._context
         if ctx is None:
             ctx = self._context = trace.set_span_in_context(self.span)
+            # Weak: the entry holds its context, a strong link back would make
+            # a cycle only the garbage collector frees, for every span.
+            setattr(ctx, _ENTRY, weakref.ref(self))
         return ctx
 
     def walk_open(self) -> Iterator[Entry]:
@@ -116,6 +154,8 @@ class Ledger:
         self._lock = threading.Lock()
         self.retarget(tracer)
         self._open: dict[object, Entry] = {}
+        self.concluded: int = 0
+        """Entries concluded and not yet ended (see conclude)."""
         self.failures: int = 0
         """Times recording a span's outcome (or ending it) failed inside
         adk-otel; the span was ended all the same. Logged once, counted always."""
@@ -163,7 +203,8 @@ class Ledger:
                 parent.children.append(entry)
         if stale is not None:
             # The same key opened twice without a close: never leak the first.
-            self._finish(stale, Outcome.INCOMPLETE, None, "reopened")
+            self._end(stale, Outcome.INCOMPLETE, None, "reopened")
+        entry.opened_with = attributes
         self._started(entry, attributes or {}, parent_context)
         return entry
 
@@ -195,9 +236,26 @@ class Ledger:
         entry._token = otel_context.attach(ctx)
         entry._attached = ctx
 
-    def detach(self, entry: Entry) -> None:
-        """Stop ``entry`` being the current span, leaving it open."""
-        self._detach(entry)
+    @staticmethod
+    def annotate(entry: Entry, key: str, value: AttributeValue) -> None:
+        """Write one attribute of adk-otel's own on an open span, kept at its
+        end even where a conclusion drops other late attributes under the same
+        prefix (``foreign``, see :meth:`conclude`)."""
+        if entry.ended:
+            return
+        entry.span.set_attribute(key, value)
+        pending = entry.pending
+        if pending is not None and pending.foreign is not None:
+            prefix, kept = pending.foreign
+            pending.foreign = (prefix, kept | {key})
+
+    def reattach(self, entry: Entry) -> None:
+        """Make ``entry`` current again if something else is (ADK restored its
+        own context since the entry was attached). The earlier token, if any,
+        is then stale and dropped: resetting it would discard later values."""
+        if entry.ended or otel_context.get_current() is entry._attached:
+            return
+        self.attach(entry)
 
     def end(
         self,
@@ -227,12 +285,113 @@ class Ledger:
         with no exception is described by ``description`` (else ``reason``);
         ``extra`` (clean) attributes are written with the outcome, in one call."""
         if entry.children:
-            swept = Outcome.CANCELLED if outcome is Outcome.CANCELLED else Outcome.INCOMPLETE
-            # A cancelled layer's children share its outcome and say why.
-            sweep_reason = (reason or "cancelled") if swept is Outcome.CANCELLED else "parent_ended"
-            for child in entry.walk_open():
-                self._finish(child, swept, None, sweep_reason)
-        self._finish(entry, outcome, error, reason, extra, description)
+            self._sweep(entry, outcome, reason)
+        self._end(entry, outcome, error, reason, extra, description)
+
+    def _sweep(self, entry: Entry, outcome: Outcome, reason: str | None) -> None:
+        """End ``entry``'s open descendants: concluded ones as decided, the
+        rest ``incomplete`` (``cancelled`` with a cancelled parent)."""
+        swept = Outcome.CANCELLED if outcome is Outcome.CANCELLED else Outcome.INCOMPLETE
+        # A cancelled layer's children share its outcome and say why.
+        sweep_reason = (reason or "cancelled") if swept is Outcome.CANCELLED else "parent_ended"
+        for child in entry.walk_open():
+            self._end(child, swept, None, sweep_reason)
+
+    def conclude(
+        self,
+        entry: Entry,
+        outcome: Outcome,
+        error: BaseException | None = None,
+        reason: str | None = None,
+        description: str | None = None,
+        extra: Mapping[str, AttributeValue] | None = None,
+        foreign: str | None = None,
+    ) -> None:
+        """Decide how ``entry`` ends, now, without ending it: its open
+        descendants end (their layers are over), the outcome and end time are
+        fixed, and the span stays open and current for whatever else runs in
+        its layer until :meth:`settle` or any other closer ends it. The first
+        conclusion wins; a later one, or one after the end, is a no-op.
+
+        ``extra`` is written at the end, over anything written since. With
+        ``foreign`` set, a framework that writes its own telemetry to
+        whatever span is current at the end of the layer is undone at the end:
+        attributes named ``foreign*`` that appear after now are dropped, and
+        the span's start attributes overwritten since are written again."""
+        if entry.ended or entry.pending is not None:
+            return
+        if entry.children:
+            self._sweep(entry, outcome, reason)
+        guard = None
+        if foreign is not None and entry.recording:
+            guard = (foreign, frozenset(getattr(entry.span, "_attributes", None) or ()))
+        entry.pending = _Conclusion(
+            outcome,
+            error,
+            reason,
+            description,
+            extra,
+            time.time_ns(),
+            time.perf_counter_ns(),
+            guard,
+        )
+        self.concluded += 1  # a hint (see on_event): no lock
+
+    def settle(self, entry: Entry) -> None:
+        """End a concluded entry with its conclusion (a no-op otherwise)."""
+        if entry.pending is not None and not entry.ended:
+            self._end(entry, entry.pending.outcome, None, None)
+
+    def settle_children(self, entry: Entry) -> None:
+        """End ``entry``'s concluded children: a new operation under it has
+        begun, so their layers are over."""
+        for child in list(entry.children):
+            if child.pending is not None:
+                self._end(child, child.pending.outcome, None, None)
+
+    def unwind(self) -> None:
+        """Detach, in this context, entries that ended while current here but
+        were ended from another context (where their token could not be
+        reset). Called at the start of a hook, before anything is attached."""
+        ctx = otel_context.get_current()
+        ref = getattr(ctx, _ENTRY, None)
+        entry: Entry | None = ref() if ref is not None else None
+        while entry is not None and entry.ended and entry._attached is ctx:
+            token = entry._token
+            var = getattr(token, "var", None)
+            if var is None:
+                return
+            try:
+                var.reset(token)
+            except (ValueError, RuntimeError):
+                return  # another Context (a task's copy): not ours to change
+            entry._token = entry._attached = None
+            ctx = otel_context.get_current()
+            ref = getattr(ctx, _ENTRY, None)
+            entry = ref() if ref is not None else None
+
+    def _end(
+        self,
+        entry: Entry,
+        outcome: Outcome,
+        error: BaseException | None,
+        reason: str | None,
+        extra: Mapping[str, AttributeValue] | None = None,
+        description: str | None = None,
+    ) -> None:
+        """:meth:`_finish`, with the entry's own conclusion in charge when it has one."""
+        pending = entry.pending
+        if pending is None:
+            self._finish(entry, outcome, error, reason, extra, description)
+        elif not entry.ended:
+            self._finish(
+                entry,
+                pending.outcome,
+                pending.error,
+                pending.reason,
+                pending.extra,
+                pending.description,
+            )
 
     def end_all(self, outcome: Outcome, reason: str) -> int:
         """End every open span (plugin close, shutdown). Returns how many."""
@@ -244,7 +403,7 @@ class Ledger:
         with self._lock:
             leftovers = list(self._open.values())
         for entry in leftovers:
-            self._finish(entry, outcome, None, reason)
+            self._end(entry, outcome, None, reason)
         return count
 
     def _finish(
@@ -263,6 +422,8 @@ class Ledger:
                 return
             entry.ended = True
             self.ended += entry.recording
+            if entry.pending is not None:
+                self.concluded -= 1
             if self._open.get(entry.key) is entry:
                 del self._open[entry.key]
             if entry.parent is not None:
@@ -273,6 +434,8 @@ class Ledger:
                     pass
         span = entry.span
         try:
+            if entry.pending is not None and entry.pending.foreign is not None:
+                self._drop_foreign(entry, *entry.pending.foreign)
             if entry.recording:
                 self._record_outcome(span, outcome, error, reason, extra, description)
         except Exception:
@@ -285,8 +448,9 @@ class Ledger:
             except Exception:
                 self._failed("detaching a span's context")
             entry.anchor = None
+            pending = entry.pending
             try:
-                span.end()
+                span.end(pending.end_time if pending is not None else None)
             except Exception:
                 self._failed("ending a span")
 
@@ -322,6 +486,24 @@ class Ledger:
                 text = sanitize.clean(description) if description else reason
                 span.set_status(Status(StatusCode.ERROR, text))
 
+    @staticmethod
+    def _drop_foreign(entry: Entry, prefix: str, kept: frozenset[str]) -> None:
+        """Remove attributes under ``prefix`` written since the conclusion and
+        put back the start attributes overwritten. The API has no removal:
+        the SDK span's attribute map is edited (a span of another SDK is left
+        as it is)."""
+        written = getattr(entry.span, "_attributes", None)
+        if written is None:
+            return
+        for key in written.keys() - kept:
+            if key.startswith(prefix):
+                del written[key]
+        opened_with = entry.opened_with
+        if opened_with:
+            changed = {k: v for k, v in opened_with.items() if written.get(k) != v}
+            if changed:
+                entry.span.set_attributes(changed)
+
     def _failed(self, what: str) -> None:
         """A failure inside adk-otel's own bookkeeping: counted, logged once."""
         with self._lock:
@@ -338,15 +520,17 @@ class Ledger:
     @staticmethod
     def _detach(entry: Entry) -> None:
         token, attached = entry._token, entry._attached
-        entry._token = entry._attached = None
+        # Not current here: if it is still current in the context that
+        # attached it, unwind() detaches it there later.
         if token is None or otel_context.get_current() is not attached:
             return
         var = getattr(token, "var", None)
         if var is None:
             return
-        # A token from a different contextvars.Context (another task) raises:
-        # that context is not ours to touch.
-        try:  # noqa: SIM105 (every span: no context manager object)
+        # A token from a different contextvars.Context (another task's copy)
+        # raises: that context is not ours to touch; unwind() may do it later.
+        try:
             var.reset(token)
         except (ValueError, RuntimeError):
-            pass
+            return
+        entry._token = entry._attached = None

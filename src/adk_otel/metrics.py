@@ -557,6 +557,38 @@ class TelemetryLedger(Ledger):
         facts.event_name = name
         facts.event.update(attributes)
 
+    def conclude(
+        self,
+        entry: Entry,
+        outcome: Outcome,
+        error: BaseException | None = None,
+        reason: str | None = None,
+        description: str | None = None,
+        extra: Mapping[str, AttributeValue] | None = None,
+        foreign: str | None = None,
+    ) -> None:
+        """As :meth:`Ledger.conclude`; a model call's details record goes out
+        (or waits for its tool-call ids) now, before the response event that
+        links it: on some ADK releases the span ends only after that event."""
+        super().conclude(entry, outcome, error, reason, description, extra, foreign)
+        details = self.details
+        if details is None:
+            return
+        facts = self._facts.get(entry)
+        if facts is None or facts.kind != _MODEL or facts.event is None:
+            return
+        try:
+            start = facts.attributes
+            details.emit_or_hold(
+                entry.span,
+                _details_record(facts, outcome, error, reason),
+                start.get(sc.ADK_INVOCATION_ID),
+                start.get(sc.GEN_AI_AGENT_NAME),
+            )
+        except Exception:
+            self._failed("emitting a model call's details")
+        facts.event = None
+
     def _finish(
         self,
         entry: Entry,
@@ -583,7 +615,8 @@ class TelemetryLedger(Ledger):
         super()._finish(entry, outcome, error, reason, rollup, description)
         if self.instruments is not None:
             try:
-                self._record(facts, outcome, error, reason, category, extra)
+                ended = entry.pending.end_perf if entry.pending is not None else None
+                self._record(facts, outcome, error, reason, category, extra, ended)
             except Exception:
                 self._failed("recording a span's metrics")
 
@@ -651,6 +684,7 @@ class TelemetryLedger(Ledger):
         reason: str | None,
         category: str | None = None,
         extra: Mapping[str, AttributeValue] | None = None,
+        ended: int | None = None,
     ) -> None:
         instruments = self.instruments
         assert instruments is not None
@@ -675,7 +709,7 @@ class TelemetryLedger(Ledger):
             instruments.time_to_first_chunk.record(facts.first_chunk, chunk_dims)
             for gap in facts.chunk_gaps or ():
                 instruments.time_per_output_chunk.record(gap, chunk_dims)
-        seconds = (time.perf_counter_ns() - facts.started) / 1e9
+        seconds = ((ended or time.perf_counter_ns()) - facts.started) / 1e9
         if facts.kind == _MODEL:
             if instruments.model_calls:
                 instruments.operation_duration.record(seconds, dims)

@@ -40,7 +40,7 @@ from .content import ContentCapture, ContentSettings, Redactor
 from .content import resolve as resolve_content
 from .details import DetailsLog
 from .failures import ErrorClassifier, Failure
-from .ledger import Entry
+from .ledger import Entry, Ledger
 from .metrics import TelemetryLedger, resolve_instruments
 from .pipeline import TelemetrySettings, built_logger_provider, resolve_tracer
 from .propagation import run_parent
@@ -283,7 +283,7 @@ class AdkOtelPlugin(BasePlugin):
                 self._devui.release_under(None)  # no dev UI any more: end what waits
             self._devui = None
         elif self._devui is None:
-            self._devui = devui.DevUi()
+            self._devui = devui.DevUi(Ledger.annotate)
 
     def _details_log(self) -> DetailsLog | None:
         """Where model calls' details events go as log records; None when
@@ -402,6 +402,11 @@ class AdkOtelPlugin(BasePlugin):
     ) -> None:
         if self._devui is not None:
             self._devui.release_under(run.entry)
+        if run.watch is not None and not run.watch.finished:
+            # The run's own callbacks after ours still see its span; the
+            # wrapper ends it when ADK's generator is done (close_remaining).
+            self._ledger.conclude(run.entry, outcome, error, reason, extra=extra)
+            return
         if not run.entry.ended:
             self._ledger.end_entry(run.entry, outcome, error, reason, extra=extra)
         self._forget(run)
@@ -423,11 +428,17 @@ class AdkOtelPlugin(BasePlugin):
 
     @_never_raises
     def before_run_callback(self, *, invocation_context: Any) -> None:
+        _lead(self, invocation_context)
         if not self._looked_around:
             # At the first run every instrumentation the application set up is in place.
             self._looked_around = True
             coexistence.warn_about_others()
         run = self._open_run(invocation_context)
+        if run.watch is not None:
+            # Under instrument() the run executes in a private context (see
+            # runner.py), so the invocation span can be current for the run's
+            # callbacks without ever being current in the caller's context.
+            self._ledger.attach(run.entry)
         root = getattr(invocation_context, "agent", None)
         if root is not None and self._propagating.get(id(root)) is not root:
             with contextlib.suppress(TypeError):  # an agent without weak references
@@ -496,6 +507,10 @@ class AdkOtelPlugin(BasePlugin):
         if parent is None and run is not None:
             parent = run.entry
         ledger = self._ledger
+        ledger.unwind()
+        if parent is not None and parent.children:
+            # A sibling agent (a loop's previous iteration) whose callbacks are done.
+            ledger.settle_children(parent)
         entry = ledger.start(
             ("agent", next(self._keys)),
             f"invoke_agent {agent.name}",
@@ -522,35 +537,44 @@ class AdkOtelPlugin(BasePlugin):
 
     @_never_raises
     def after_agent_callback(self, *, agent: Any, callback_context: Any) -> None:
+        ledger = self._ledger
+        ledger.unwind()
         entry, run = self._agent_entry(agent, callback_context)
         if entry is None:
             return
         if self._devui is not None:
             self._devui.release_under(entry)
-        if not self._ledger.will_record(entry):
+        # Concluded, not ended: the agent's own after callback and later
+        # plugins still see (and annotate) its span; see ledger.conclude.
+        ledger.reattach(entry)
+        self._conclude_agent(entry, run, callback_context)
+        if run is None:
+            ledger.settle(entry)  # no run in sight (plugin added mid-run): no later closer
+
+    def _conclude_agent(self, entry: Entry, run: _Run | None, callback_context: Any) -> None:
+        ledger = self._ledger
+        if not ledger.will_record(entry):
             # Sampled out, nothing under it recorded, no metrics: no outcome to work out.
-            self._ledger.end_entry(entry, Outcome.OK)
+            ledger.conclude(entry, Outcome.OK)
             return
         # Some ADK releases (2.13) run after_agent from a `finally` while a
         # CancelledError the agent's code raised (a future cancelled under it)
         # is in flight: an abort, not a success, though the task is not cancelling.
         aborted = abort_reason(sys.exc_info()[1])
         if run is not None and run.closing_early:
-            self._ledger.end_entry(entry, Outcome.INCOMPLETE, None, "consumer_closed")
+            ledger.conclude(entry, Outcome.INCOMPLETE, None, "consumer_closed")
         elif _is_cancelled(run) or getattr(callback_context, "is_aborted", False):
-            self._ledger.end_entry(entry, Outcome.CANCELLED, None, "cancelled")
+            ledger.conclude(entry, Outcome.CANCELLED, None, "cancelled")
         elif aborted is not None:
-            self._ledger.end_entry(entry, Outcome.CANCELLED, None, aborted)
+            ledger.conclude(entry, Outcome.CANCELLED, None, aborted)
         elif entry.reported_cancel:
-            self._ledger.end_entry(entry, Outcome.CANCELLED, None, "remote_canceled")
+            ledger.conclude(entry, Outcome.CANCELLED, None, "remote_canceled")
         elif entry.reported_error is not None:
             reason, description = entry.reported_error
             failure = entry.reported_failure or failures.Failure(failures.Category.REMOTE_FAILED)
-            self._ledger.end_entry(
-                entry, Outcome.ERROR, None, reason, description, failure.attributes
-            )
+            ledger.conclude(entry, Outcome.ERROR, None, reason, description, failure.attributes)
         else:
-            self._ledger.end_entry(entry, Outcome.OK)
+            ledger.conclude(entry, Outcome.OK)
 
     def remote_response(self, invocation_context: Any, response: Any) -> None:
         """A response a remote agent received (``a2a.py``): its task's id and
@@ -575,11 +599,14 @@ class AdkOtelPlugin(BasePlugin):
     def on_agent_error_callback(
         self, *, agent: Any, callback_context: Any, error: Exception
     ) -> None:
-        entry, _ = self._agent_entry(agent, callback_context)
+        self._ledger.unwind()
+        entry, run = self._agent_entry(agent, callback_context)
         if entry is not None:
             if self._devui is not None:
                 self._devui.release_under(entry)
             self._end_failed(entry, error, callback_context.invocation_id, sc.SpanKind.AGENT)
+            if run is None:
+                self._ledger.settle(entry)
 
     def _agent_entry(self, agent: Any, callback_context: Any) -> tuple[Entry | None, _Run | None]:
         run = self._run_for(callback_context.invocation_id)
@@ -608,6 +635,7 @@ class AdkOtelPlugin(BasePlugin):
             return
         actions = callback_context.actions
         ledger = self._ledger
+        ledger.unwind()
         entry = ledger.start(
             ("model", id(actions)),
             f"generate_content {attrs.model_name(llm_request)}",
@@ -646,6 +674,11 @@ class AdkOtelPlugin(BasePlugin):
         entry = self._ledger.get(("model", id(callback_context.actions)))
         if entry is None:
             return
+        # Current again for the after_model callbacks that run after this one
+        # (ADK restores its own context around each response, chunks included).
+        self._ledger.reattach(entry)
+        if entry.pending is not None:
+            return  # already concluded: an error a callback recovered from
         if getattr(llm_response, "partial", False):
             entry.updates += 1
             entry.span.set_attribute(ADK_MODEL_CHUNKS, entry.updates)
@@ -667,44 +700,24 @@ class AdkOtelPlugin(BasePlugin):
                 llm_response,
                 sc.GEN_AI_INFERENCE_DETAILS_EVENT,
             )
+        # Concluded, not ended: the response event settles it.
         error_code = getattr(llm_response, "error_code", None)
-        if (dev_ui := self._devui) is not None:
-            self._hold_model(dev_ui, entry, callback_context, llm_response, error_code, response)
-            return
         if error_code:
             blocked = failures.classify_response_error(error_code).attributes
             extra = {**response, **blocked} if response else blocked
-            ledger.end_entry(entry, Outcome.ERROR, None, str(error_code), extra=extra)
+            ledger.conclude(entry, Outcome.ERROR, None, str(error_code), extra=extra)
         else:
-            ledger.end_entry(entry, Outcome.OK, extra=response)
-
-    def _hold_model(
-        self,
-        dev_ui: devui.DevUi,
-        entry: Entry,
-        callback_context: Any,
-        llm_response: Any,
-        error_code: Any,
-        response: Mapping[str, AttributeValue] | None,
-    ) -> None:
-        """Under the dev server: the span leaves the context now and ends, with
-        this outcome, when its event brings the id the dev UI joins on."""
-        ledger = self._ledger
-        if error_code:
-            end = functools.partial(
-                ledger.end_entry, entry, Outcome.ERROR, None, str(error_code), extra=response
+            ledger.conclude(entry, Outcome.OK, extra=response)
+        if self._devui is not None:
+            # Under the dev server it also waits for the event id the UI joins on.
+            self._devui.hold_model(
+                entry,
+                callback_context.invocation_id,
+                callback_context.agent_name,
+                llm_response,
+                self._content,
+                functools.partial(ledger.settle, entry),
             )
-        else:
-            end = functools.partial(ledger.end_entry, entry, Outcome.OK, extra=response)
-        ledger.detach(entry)
-        dev_ui.hold_model(
-            entry,
-            callback_context.invocation_id,
-            callback_context.agent_name,
-            llm_response,
-            self._content,
-            end,
-        )
 
     @_never_raises
     def on_model_error_callback(
@@ -722,6 +735,7 @@ class AdkOtelPlugin(BasePlugin):
         # A workflow tool node has no agent span: the run is its parent.
         parent = (run.innermost_agent(tool_context.agent_name) or run.entry) if run else None
         ledger = self._ledger
+        ledger.unwind()
         entry = ledger.start(
             ("tool", tool_context.invocation_id, tool_context.function_call_id),
             f"execute_tool {tool.name}",
@@ -741,55 +755,53 @@ class AdkOtelPlugin(BasePlugin):
         self, *, tool: Any, tool_args: Any, tool_context: Any, result: Any
     ) -> None:
         key = ("tool", tool_context.invocation_id, tool_context.function_call_id)
-        if self._content is not None and (entry := self._ledger.get(key)) is not None:
+        entry = self._ledger.get(key)
+        if entry is None:
+            return
+        self._ledger.reattach(entry)  # see after_model_callback
+        if entry.pending is not None:
+            return  # already concluded: an error a callback recovered from
+        if self._content is not None:
             self._capture(entry, sc.GEN_AI_TOOL_CALL_RESULT, _same, result)
         if tool.name == _TRANSFER:
             self._note_transfer(tool_context, tool_args)
+        # Concluded, not ended: the function response event settles it.
         failure = failures.tool_result_failure(
             tool, result, self._classifier, self._result_failures
         )
-        if (dev_ui := self._devui) is not None and self._hold_tool(
-            dev_ui, key, tool_context, failure
-        ):
-            return
-        if failure is not None and (entry := self._ledger.get(key)) is not None:
+        if failure is not None:
             # A failure reported as a result (ADK's error shape, its argument
             # checks, MCP isError): an error here, the agent carries on.
             description = failure.message or failure.category
-            self._ledger.end_entry(
-                entry, Outcome.ERROR, None, sc.MCP_TOOL_ERROR, description, failure.attributes
+            self._conclude_tool(
+                entry, Outcome.ERROR, sc.MCP_TOOL_ERROR, description, extra=failure.attributes
             )
         else:
-            self._ledger.end(key, Outcome.OK)
+            self._conclude_tool(entry, Outcome.OK)
+        if self._devui is not None:
+            # Under the dev server it also waits for the event id the UI joins on.
+            settle = functools.partial(self._ledger.settle, entry)
+            self._devui.hold_tool(
+                entry, tool_context.invocation_id, tool_context.function_call_id, settle
+            )
 
-    def _hold_tool(
+    def _conclude_tool(
         self,
-        dev_ui: devui.DevUi,
-        key: tuple[str, str, str],
-        tool_context: Any,
-        failure: failures.Failure | None,
-    ) -> bool:
-        """Under the dev server: as :meth:`_hold_model`, until the event with
-        the tool's response arrives. False when the span is not open."""
-        entry = self._ledger.get(key)
-        if entry is None:
-            return False
-        ledger = self._ledger
-        if failure is not None:
-            end = functools.partial(
-                ledger.end_entry,
-                entry,
-                Outcome.ERROR,
-                None,
-                sc.MCP_TOOL_ERROR,
-                failure.message or failure.category,
-                failure.attributes,
-            )
-        else:
-            end = functools.partial(ledger.end_entry, entry, Outcome.OK)
-        ledger.detach(entry)
-        dev_ui.hold_tool(entry, tool_context.invocation_id, tool_context.function_call_id, end)
-        return True
+        entry: Entry,
+        outcome: Outcome,
+        reason: str | None = None,
+        description: str | None = None,
+        error: BaseException | None = None,
+        extra: Mapping[str, AttributeValue] | None = None,
+    ) -> None:
+        """Conclude a tool span. Some ADK releases (2.5) write their own tool
+        telemetry to the current span after the tool's last callback, which
+        is adk-otel's span now: at the end adk-otel's start attributes are
+        written again and ADK's ``gcp.vertex.agent.*`` ones (content among
+        them) dropped."""
+        self._ledger.conclude(
+            entry, outcome, error, reason, description, extra, foreign=_ADK_LEGACY
+        )
 
     @_never_raises
     def on_tool_error_callback(
@@ -798,13 +810,16 @@ class AdkOtelPlugin(BasePlugin):
         entry = self._ledger.get(
             ("tool", tool_context.invocation_id, tool_context.function_call_id)
         )
-        if entry is not None:
-            self._end_failed(entry, error, tool_context.invocation_id, sc.SpanKind.TOOL)
+        if entry is not None and entry.pending is None:
+            self._end_failed(
+                entry, error, tool_context.invocation_id, sc.SpanKind.TOOL, _ADK_LEGACY
+            )
 
     # -- content capture (off by default; see content.py) ---------------
 
     async def on_event_callback(self, *, invocation_context: Any, event: Any) -> None:
-        # Called for every event: with capture off, no dev UI and no error, next to nothing.
+        # Called for every event: with capture off, no dev UI, no error and
+        # nothing concluded, next to nothing.
         if self._devui is not None:
             await self._dev_ui_event(event=event)
         try:
@@ -813,9 +828,29 @@ class AdkOtelPlugin(BasePlugin):
             failed = False
         if failed:
             await self._event_error(invocation_context=invocation_context, event=event)
+        ledger = self._ledger_instance
+        if ledger is not None and ledger.concluded:
+            self._settle_for(ledger, event)
         if self._content is not None:
             await self._capture_final_response(invocation_context=invocation_context, event=event)
         return None
+
+    def _settle_for(self, ledger: TelemetryLedger, event: Any) -> None:
+        """End the model or tool spans whose response this event carries: every
+        callback of their layer has run by the time ADK emits it."""
+        try:
+            if not event.partial:
+                model = ledger.get(("model", id(event.actions)))
+                if model is not None:
+                    ledger.settle(model)
+            if ledger.concluded:
+                for call_id in attrs.function_response_ids(event):
+                    tool = ledger.get(("tool", event.invocation_id, call_id))
+                    if tool is not None:
+                        ledger.settle(tool)
+        except Exception:
+            self._hook_failures += 1
+            logger.debug("adk-otel: settling spans failed", exc_info=True)
 
     @_never_raises
     def _dev_ui_event(self, *, event: Any) -> None:
@@ -905,17 +940,28 @@ class AdkOtelPlugin(BasePlugin):
     # -- shared ----------------------------------------------------------
 
     def _end_failed(
-        self, entry: Entry, error: BaseException, invocation_id: str, layer: str
+        self,
+        entry: Entry,
+        error: BaseException,
+        invocation_id: str,
+        layer: str,
+        foreign: str | None = None,
     ) -> None:
+        """Conclude a failed layer; it ends after the layer's other error
+        callbacks. ``foreign``: see :meth:`Ledger.conclude`."""
+        if entry.pending is None:
+            self._ledger.reattach(entry)
         aborted = abort_reason(error)
         run = self._run_for(invocation_id) if aborted is None else None
         if aborted is not None:
-            self._ledger.end_entry(entry, Outcome.CANCELLED, None, aborted)
+            self._ledger.conclude(entry, Outcome.CANCELLED, None, aborted, foreign=foreign)
         elif _is_cancelled(run):
-            self._ledger.end_entry(entry, Outcome.CANCELLED, None, "cancelled")
+            self._ledger.conclude(entry, Outcome.CANCELLED, None, "cancelled", foreign=foreign)
         else:
             failure = self._classified(error, layer, run)
-            self._ledger.end_entry(entry, Outcome.ERROR, error, extra=failure.attributes)
+            self._ledger.conclude(
+                entry, Outcome.ERROR, error, extra=failure.attributes, foreign=foreign
+            )
 
     def _classified(self, error: BaseException, layer: str, run: _Run | None) -> Failure:
         """As first classified in this run: every layer shows the category of
@@ -983,6 +1029,9 @@ class AdkOtelPlugin(BasePlugin):
             logger.warning("adk-otel: ending open spans failed", exc_info=True)
 
 
+_ADK_LEGACY = f"{sc.ADK_SCOPE}."
+"""Prefix of the attributes ADK's own tool telemetry writes (``gcp.vertex.agent.``)."""
+
 _LIVE: weakref.WeakSet[AdkOtelPlugin] = weakref.WeakSet()
 _exit_hook_registered = False
 
@@ -1006,6 +1055,18 @@ def _end_all_open_spans() -> None:
 
 _TRANSFER = "transfer_to_agent"
 _A2A_REQUEST_FAILED = "a2a_request_failed"
+
+
+def _lead(plugin: AdkOtelPlugin, invocation_context: Any) -> None:
+    """Put ``plugin`` first in the run's plugin list, as ``instrument()``
+    does, when it was registered later (``--extra_plugins`` appends it): every
+    other plugin's callbacks then see the span of their layer. Done while ADK
+    iterates the list for before_run: moving the current item to the front
+    leaves the items after it where they were, so none is skipped or repeated."""
+    plugins = invocation_context.plugin_manager.plugins  # public on ADK 2.5 through 2.13
+    if plugins.__class__ is list and plugins and plugins[0] is not plugin and plugin in plugins:
+        plugins.remove(plugin)
+        plugins.insert(0, plugin)
 
 
 def _same(value: Any) -> Any:

@@ -39,15 +39,18 @@ Closer = Callable[[Outcome, str, BaseException | None], None]
 class RunWatch:
     """What one wrapped call knows about the runs started under it."""
 
-    __slots__ = ("closers", "closing_early")
+    __slots__ = ("closers", "closing_early", "finished")
 
     def __init__(self) -> None:
         self.closers: list[Closer] = []
         self.closing_early: bool = False
+        self.finished: bool = False
+        """Set once ADK's generator is done: closers then end, not conclude."""
 
     def close_remaining(self, outcome: Outcome, reason: str, error: BaseException | None) -> None:
         """End the runs still open; never raises (it runs in a ``finally``
         where an exception would replace the user's own)."""
+        self.finished = True
         closers, self.closers = self.closers, []
         for closer in reversed(closers):
             try:
@@ -116,7 +119,14 @@ async def _watched(inner: AsyncGenerator[Any, None]) -> AsyncGenerator[Any, None
             outcome, reason, error = Outcome.ERROR, "run_failed", exc
         raise
     finally:
-        watch.close_remaining(outcome, reason, error)
+        try:
+            # What ``contextlib.aclosing`` does, in the run's own context: ADK's
+            # generator is closed however this one ends (an exception thrown in
+            # at a yield included), never left to the garbage collector. A
+            # no-op once it is exhausted or closed.
+            await _in_context(context, inner.aclose())
+        finally:
+            watch.close_remaining(outcome, reason, error)
 
 
 def _watch_call(

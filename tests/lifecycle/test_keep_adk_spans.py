@@ -134,3 +134,45 @@ async def test_adk_spans_kept_when_the_model_fails(recorder, caplog, adk_scope_o
         (1, "invoke_agent clerk", "ERROR", "error"),
         (2, MODEL, "ERROR", "error"),
     ]
+
+
+# Where an ADK span may hang when its parent is one of adk-otel's: under the
+# adk-otel span of the layer that was running (and current) when ADK opened it.
+WOVEN_UNDER = {
+    "invoke_agent": "invocation",
+    "call_llm": "invoke_agent",
+    "generate_content": "generate_content",
+    "execute_tool": "invoke_agent",
+}
+
+
+async def test_the_two_trees_when_adk_spans_are_kept(recorder, caplog, adk_scope_on):
+    """The shape the docs promise with ``keep_adk_spans=True``: adk-otel's
+    tree is whole (each of its spans under one of its own, the invocation
+    under ADK's run span); ADK's spans hang under ADK's, or under the adk-otel
+    span current when ADK opened them (its layer's, as for any library span)."""
+    runner = adk_otel.instrument(
+        clerk_runner(clerk(call("lookup", {"sku": "A1"}), reply("3 left"))),
+        keep_adk_spans=True,
+    )
+
+    await drive(runner)
+
+    assert_clean(recorder, caplog.records, allow_adk_spans=True)
+    tree = render(recorder.ended)
+    by_id = {s.context.span_id: s for s in recorder.ended}
+    root = assert_one_connected_tree(recorder.ended)
+    assert root.instrumentation_scope.name == ADK_SCOPE, tree
+    for span in recorder.spans:
+        parent = by_id[span.parent.span_id]
+        if span.name == INV:
+            assert parent is root, tree
+        else:
+            assert parent.instrumentation_scope.name != ADK_SCOPE, f"{span.name}\n{tree}"
+    for span in recorder.adk_spans:
+        if span is root:
+            continue
+        parent = by_id[span.parent.span_id]
+        if parent.instrumentation_scope.name != ADK_SCOPE:
+            layer = WOVEN_UNDER[span.name.split()[0]]
+            assert parent.name.startswith(layer), f"{span.name} under {parent.name}\n{tree}"
