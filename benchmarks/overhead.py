@@ -210,7 +210,8 @@ def _fair_floor_plugin(provider: Any, attribute_counts: dict[str, int]) -> Any:
             self._start(agent.name, f"invoke_agent {agent.name}", "agent", parent, current=True)
 
         async def after_agent_callback(self, *, agent: Any, callback_context: Any) -> None:
-            _ = callback_context.is_aborted  # told apart from success, once per agent end
+            # Told apart from success, once per agent end (ADK 2.5 has no is_aborted).
+            _ = getattr(callback_context, "is_aborted", False)
             self._end(agent.name)
 
         async def before_model_callback(self, *, callback_context: Any, llm_request: Any) -> None:
