@@ -56,7 +56,7 @@ class _SdkDrops(logging.Filter):
 
     def __init__(self) -> None:
         super().__init__()
-        self.dropped = 0
+        self.dropped: int = 0
         self._next_report = 0.0
         self._lock = threading.Lock()
 
