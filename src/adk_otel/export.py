@@ -401,17 +401,28 @@ class ExportingProcessor(BatchSpanProcessor):
             self._closed = True
             self._report()
 
-    def _report(self) -> None:
+    @property
+    def destination(self) -> str:
+        """Where the spans go, redacted, as messages name it."""
+        return self._watch.destination
+
+    def losses(self, unsent: str) -> list[str]:
+        """One phrase per cause of loss so far; ``unsent`` completes the one
+        for spans given up while still queued (it says when and why)."""
         parts = []
         if self.dropped:
             parts.append(f"{self.dropped} dropped because the export queue was full")
         if self.failed:
             parts.append(f"{self.failed} failed to export (exporter: {self._watch.problem})")
         if self.unsent:
-            parts.append(
-                f"{self.unsent} still being exported when shutdown stopped waiting "
-                f"after {self.shutdown_timeout:g} s (OTEL_BSP_EXPORT_TIMEOUT)"
-            )
+            parts.append(f"{self.unsent} {unsent}")
+        return parts
+
+    def _report(self) -> None:
+        parts = self.losses(
+            f"still being exported when shutdown stopped waiting "
+            f"after {self.shutdown_timeout:g} s (OTEL_BSP_EXPORT_TIMEOUT)"
+        )
         if self.repaired:
             logger.warning(
                 "adk-otel: %d span(s) had text that is not valid UTF-8; it was escaped and "

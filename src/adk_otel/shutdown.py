@@ -171,8 +171,8 @@ def _cut_off(cut_off: int) -> str:
 def _report_own(
     processor: ExportingProcessor, result: FlushResult, timeout: float, ended: int, cut_off: int
 ) -> None:
-    destination = processor._watch.destination
-    lost = processor.dropped + processor.failed + processor.unsent
+    destination = processor.destination
+    lost = processor.dropped + processor.failed + processor.unsent  # unsent: not shut down
     if not lost:
         logger.info(
             "adk-otel: shutdown: %d adk-otel span(s) ended in this process%s; all %d span(s) "
@@ -184,16 +184,9 @@ def _report_own(
             result.seconds,
         )
         return
-    parts = []
-    if processor.dropped:
-        parts.append(f"{processor.dropped} dropped because the export queue was full")
-    if processor.failed:
-        parts.append(f"{processor.failed} failed to export ({processor._watch.problem})")
-    if processor.unsent:
-        parts.append(
-            f"{processor.unsent} not yet exported when the shutdown flush stopped waiting "
-            f"after {timeout:g} s"
-        )
+    parts = processor.losses(
+        f"not yet exported when the shutdown flush stopped waiting after {timeout:g} s"
+    )
     logger.warning(
         "adk-otel: shutdown: %d of %d span(s) were not exported to %s: %s. adk-otel ended "
         "%d span(s) in this process%s",
