@@ -98,10 +98,7 @@ class Bench:
         for session_id in sessions:
             await w.invoke(runner, session_id)
         elapsed = time.thread_time_ns() - start
-        for session_id in sessions:
-            await runner.session_service.delete_session(
-                app_name=w.APP, user_id=w.USER, session_id=session_id
-            )
+        await w.delete_sessions(runner, sessions)
         per_hook = Counter({hook: ns / batch / 1e3 for hook, ns in spent.items()})
         return elapsed / batch / 1e3, per_hook
 

@@ -90,6 +90,13 @@ async def invoke(runner: InMemoryRunner, session_id: str) -> int:
     return events
 
 
+async def delete_sessions(runner: InMemoryRunner, session_ids: list[str]) -> None:
+    for session_id in session_ids:
+        await runner.session_service.delete_session(
+            app_name=APP, user_id=USER, session_id=session_id
+        )
+
+
 async def invoke_on_new_session(runner: InMemoryRunner) -> int:
     """One invocation on a session made for it and deleted afterwards (so a
     long run keeps no sessions); returns the number of events."""
