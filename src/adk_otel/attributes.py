@@ -23,6 +23,7 @@ Attributes = dict[str, AttributeValue]
 _AGENT = sc.SpanKind.AGENT.value
 _MODEL = sc.SpanKind.MODEL.value
 _TOOL = sc.SpanKind.TOOL.value
+_INVOCATION = sc.SpanKind.INVOCATION.value
 
 # What a span of a sampled-out trace gets instead: its layer only (the ledger's
 # bookkeeping reads it), nothing built from ADK objects.
@@ -48,6 +49,12 @@ def _put(attributes: Attributes, key: str, value: Any) -> None:
         attributes[key] = value
 
 
+def _present(candidates: Attributes) -> Attributes:
+    """``candidates`` without their ``None`` and empty values: one call for
+    a span's worth of optional attributes (this runs for every span)."""
+    return {k: v for k, v in candidates.items() if v is not None and v != ""}
+
+
 def invocation(invocation_context: Any, workflow: str | None = None) -> Attributes:
     """A run's attributes; ``workflow`` names its root when that is a graph
     ``Workflow`` (an ``invoke_workflow`` operation). A run of an agent root has
@@ -55,12 +62,16 @@ def invocation(invocation_context: Any, workflow: str | None = None) -> Attribut
     its child, and repeating that here would count the agent twice."""
     session = getattr(invocation_context, "session", None)
     attributes: Attributes = {
-        sc.ADK_SPAN_KIND: sc.SpanKind.INVOCATION.value,
+        sc.ADK_SPAN_KIND: _INVOCATION,
         sc.OPENINFERENCE_SPAN_KIND: sc.OI_CHAIN,
+        **_present(
+            {
+                sc.ADK_APP_NAME: getattr(invocation_context, "app_name", None),
+                sc.ADK_INVOCATION_ID: getattr(invocation_context, "invocation_id", None),
+                sc.GEN_AI_CONVERSATION_ID: getattr(session, "id", None),
+            }
+        ),
     }
-    _put(attributes, sc.ADK_APP_NAME, getattr(invocation_context, "app_name", None))
-    _put(attributes, sc.ADK_INVOCATION_ID, getattr(invocation_context, "invocation_id", None))
-    _put(attributes, sc.GEN_AI_CONVERSATION_ID, getattr(session, "id", None))
     if workflow is not None:
         attributes[sc.GEN_AI_OPERATION_NAME] = sc.OP_INVOKE_WORKFLOW
         attributes[sc.GEN_AI_WORKFLOW_NAME] = workflow
@@ -87,25 +98,29 @@ def invocation_span_name(invocation_context: Any) -> str:
 def agent(
     agent_obj: Any, callback_context: Any, parent_name: str | None, latest: bool = False
 ) -> Attributes:
-    attributes: Attributes = {
+    model = _agent_model(agent_obj)
+    model_str = getattr(model, "model", None) if model is not None else None
+    session = getattr(callback_context, "session", None)
+    return {
         sc.ADK_SPAN_KIND: _AGENT,
         sc.OPENINFERENCE_SPAN_KIND: sc.OI_AGENT,
         sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT,
         sc.ADK_AGENT_TYPE: type(agent_obj).__name__,
+        **_present(
+            {
+                sc.GEN_AI_AGENT_NAME: getattr(agent_obj, "name", None),
+                sc.GEN_AI_AGENT_DESCRIPTION: getattr(agent_obj, "description", None),
+                sc.ADK_AGENT_PARENT: parent_name,
+                # The current agent-span conventions dropped the provider.
+                sc.GEN_AI_PROVIDER_NAME: None
+                if model is None or latest
+                else provider_name(model, model_str),
+                sc.GEN_AI_REQUEST_MODEL: model_str,
+                sc.ADK_INVOCATION_ID: getattr(callback_context, "invocation_id", None),
+                sc.GEN_AI_CONVERSATION_ID: getattr(session, "id", None),
+            }
+        ),
     }
-    _put(attributes, sc.GEN_AI_AGENT_NAME, getattr(agent_obj, "name", None))
-    _put(attributes, sc.GEN_AI_AGENT_DESCRIPTION, getattr(agent_obj, "description", None))
-    _put(attributes, sc.ADK_AGENT_PARENT, parent_name)
-    model = _agent_model(agent_obj)
-    if model is not None:
-        model_str = getattr(model, "model", None)
-        if not latest:  # the current agent-span conventions dropped it
-            _put(attributes, sc.GEN_AI_PROVIDER_NAME, provider_name(model, model_str))
-        _put(attributes, sc.GEN_AI_REQUEST_MODEL, model_str)
-    _put(attributes, sc.ADK_INVOCATION_ID, getattr(callback_context, "invocation_id", None))
-    session = getattr(callback_context, "session", None)
-    _put(attributes, sc.GEN_AI_CONVERSATION_ID, getattr(session, "id", None))
-    return attributes
 
 
 def model_name(llm_request: Any) -> str:
@@ -113,23 +128,27 @@ def model_name(llm_request: Any) -> str:
 
 
 def model_request(callback_context: Any, llm_request: Any, latest: bool = False) -> Attributes:
-    attributes: Attributes = {
-        sc.ADK_SPAN_KIND: _MODEL,
-        sc.OPENINFERENCE_SPAN_KIND: sc.OI_LLM,
-        sc.GEN_AI_OPERATION_NAME: sc.OP_GENERATE_CONTENT,
-        sc.GEN_AI_REQUEST_MODEL: model_name(llm_request),
-    }
-    _put(attributes, sc.GEN_AI_AGENT_NAME, getattr(callback_context, "agent_name", None))
-    _put(attributes, sc.ADK_INVOCATION_ID, getattr(callback_context, "invocation_id", None))
     model_str = getattr(llm_request, "model", None)
     model = _agent_model(_calling_agent(callback_context))
     if model is not None and getattr(model, "model", None) != model_str:
         model = None  # a callback switched the model: trust the request
-    _put(attributes, sc.GEN_AI_PROVIDER_NAME, provider_name(model, model_str))
+    session = getattr(callback_context, "session", None)
+    attributes: Attributes = {
+        sc.ADK_SPAN_KIND: _MODEL,
+        sc.OPENINFERENCE_SPAN_KIND: sc.OI_LLM,
+        sc.GEN_AI_OPERATION_NAME: sc.OP_GENERATE_CONTENT,
+        sc.GEN_AI_REQUEST_MODEL: str(model_str or "unknown"),
+        **_present(
+            {
+                sc.GEN_AI_AGENT_NAME: getattr(callback_context, "agent_name", None),
+                sc.ADK_INVOCATION_ID: getattr(callback_context, "invocation_id", None),
+                sc.GEN_AI_PROVIDER_NAME: provider_name(model, model_str),
+                sc.GEN_AI_CONVERSATION_ID: getattr(session, "id", None),
+            }
+        ),
+    }
     if model is not None and (server := model_server(model)) is not None:
         attributes[sc.SERVER_ADDRESS], attributes[sc.SERVER_PORT] = server
-    session = getattr(callback_context, "session", None)
-    _put(attributes, sc.GEN_AI_CONVERSATION_ID, getattr(session, "id", None))
     if _streams(getattr(callback_context, "run_config", None)):
         attributes[sc.GEN_AI_REQUEST_STREAM] = True
     config = getattr(llm_request, "config", None)
@@ -176,8 +195,10 @@ def _streams(run_config: Any) -> bool:
 
 
 def model_response(llm_response: Any, latest: bool = False) -> Attributes:
+    model_version = getattr(llm_response, "model_version", None)
     attributes: Attributes = {}
-    _put(attributes, sc.GEN_AI_RESPONSE_MODEL, getattr(llm_response, "model_version", None))
+    if model_version is not None and model_version != "":
+        attributes[sc.GEN_AI_RESPONSE_MODEL] = model_version
     finish_reason = getattr(llm_response, "finish_reason", None)
     if finish_reason is not None:
         reason = getattr(finish_reason, "value", finish_reason)
@@ -191,22 +212,25 @@ def model_response(llm_response: Any, latest: bool = False) -> Attributes:
         tool_prompt = getattr(usage, "tool_use_prompt_token_count", None)
         candidates = getattr(usage, "candidates_token_count", None)
         thoughts = getattr(usage, "thoughts_token_count", None)
-        _put(attributes, sc.GEN_AI_USAGE_INPUT_TOKENS, _sum(prompt, tool_prompt))
-        _put(attributes, sc.GEN_AI_USAGE_OUTPUT_TOKENS, _sum(candidates, thoughts))
-        _put(
-            attributes,
-            sc.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS,
-            getattr(usage, "cached_content_token_count", None),
-        )
-        _put(
-            attributes,
-            # Renamed cache_write in the current conventions (see stability.py).
+        # Renamed cache_write in the current conventions (see stability.py).
+        cache_write = (
             sc.GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS
             if latest
-            else sc.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS,
-            _optional_field(usage, "cache_creation_input_tokens"),
+            else sc.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS
         )
-        _put(attributes, sc.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS, thoughts)
+        attributes.update(
+            _present(
+                {
+                    sc.GEN_AI_USAGE_INPUT_TOKENS: _sum(prompt, tool_prompt),
+                    sc.GEN_AI_USAGE_OUTPUT_TOKENS: _sum(candidates, thoughts),
+                    sc.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: getattr(
+                        usage, "cached_content_token_count", None
+                    ),
+                    cache_write: _optional_field(usage, "cache_creation_input_tokens"),
+                    sc.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS: thoughts,
+                }
+            )
+        )
     return attributes
 
 
@@ -237,12 +261,18 @@ def tool(tool_obj: Any, tool_context: Any) -> Attributes:
         sc.OPENINFERENCE_SPAN_KIND: sc.OI_TOOL,
         sc.GEN_AI_OPERATION_NAME: sc.OP_EXECUTE_TOOL,
     }
-    _put(attributes, sc.GEN_AI_TOOL_NAME, getattr(tool_obj, "name", None))
-    _put(attributes, sc.GEN_AI_TOOL_TYPE, tool_type(tool_obj))
-    _put(attributes, sc.GEN_AI_TOOL_DESCRIPTION, getattr(tool_obj, "description", None))
-    _put(attributes, sc.GEN_AI_TOOL_CALL_ID, getattr(tool_context, "function_call_id", None))
-    _put(attributes, sc.GEN_AI_AGENT_NAME, getattr(tool_context, "agent_name", None))
-    _put(attributes, sc.ADK_INVOCATION_ID, getattr(tool_context, "invocation_id", None))
+    attributes.update(
+        _present(
+            {
+                sc.GEN_AI_TOOL_NAME: getattr(tool_obj, "name", None),
+                sc.GEN_AI_TOOL_TYPE: tool_type(tool_obj),
+                sc.GEN_AI_TOOL_DESCRIPTION: getattr(tool_obj, "description", None),
+                sc.GEN_AI_TOOL_CALL_ID: getattr(tool_context, "function_call_id", None),
+                sc.GEN_AI_AGENT_NAME: getattr(tool_context, "agent_name", None),
+                sc.ADK_INVOCATION_ID: getattr(tool_context, "invocation_id", None),
+            }
+        )
+    )
     if getattr(tool_obj, "is_long_running", False):
         attributes[sc.ADK_TOOL_LONG_RUNNING] = True
     return attributes
