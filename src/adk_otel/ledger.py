@@ -123,6 +123,9 @@ class Entry:
     """The operation reported it was cancelled (a remote task ``canceled``)."""
     pending: _Conclusion | None = None
     """How the span ends, once its terminal hook decided it (see conclude)."""
+    facts: Any = None
+    """What the layer above the ledger keeps for this span while it is open
+    (roll-up totals, metric clocks: see metrics.py); ``None`` once it ended."""
     _attached: otel_context.Context | None = None
     _token: object = None
     _context: otel_context.Context | None = None

@@ -426,7 +426,6 @@ class TelemetryLedger(Ledger):
         self.instruments = instruments
         self.details: DetailsLog | None = None
         """Where model calls' details events go as log records; None: span events."""
-        self._facts: dict[Entry, _Facts] = {}
         self._tools_by_span: dict[int, Entry] = {}
 
     def retarget(self, tracer: trace.Tracer, instruments: Instruments | None = None) -> None:
@@ -435,7 +434,13 @@ class TelemetryLedger(Ledger):
 
     def will_record(self, parent: Entry | None) -> bool:
         # Metrics count sampled-out operations too, with their full dimensions.
-        return self.instruments is not None or super().will_record(parent)
+        # (Ledger.will_record written out: this runs in every opening hook.)
+        return (
+            self.instruments is not None
+            or parent is None
+            or parent.recording
+            or not self._follows_parent
+        )
 
     def _started(
         self,
@@ -454,7 +459,7 @@ class TelemetryLedger(Ledger):
         facts = _Facts(kind=kind, up=up, attributes=attributes)
         if self.instruments is not None:
             facts.started = time.perf_counter_ns()
-        self._facts[entry] = facts
+        entry.facts = facts
         if kind == _MODEL:
             for totals in self._above(facts):
                 totals.model_calls += 1
@@ -478,7 +483,7 @@ class TelemetryLedger(Ledger):
         out = []
         entry = facts.up
         while entry is not None:
-            found = self._facts.get(entry)
+            found: _Facts | None = entry.facts
             if found is None:  # already ended: nothing to add to, keep climbing
                 entry = entry.parent
                 continue
@@ -489,7 +494,7 @@ class TelemetryLedger(Ledger):
 
     def responded(self, entry: Entry, attributes: Mapping[str, AttributeValue]) -> None:
         """A model call's final response attributes (usage, response model)."""
-        facts = self._facts.get(entry)
+        facts: _Facts | None = entry.facts
         if facts is None:
             return
         usage = [
@@ -528,7 +533,7 @@ class TelemetryLedger(Ledger):
         the final response, which counts as the first and only chunk of a
         streamed call that sent no partial one. Sets the time to first chunk
         on the span; the chunk metrics are recorded as the span ends."""
-        facts = self._facts.get(entry)
+        facts: _Facts | None = entry.facts
         if facts is None:
             return
         if final and (facts.chunk_at or facts.attributes.get(sc.GEN_AI_REQUEST_STREAM) is not True):
@@ -549,7 +554,7 @@ class TelemetryLedger(Ledger):
         self, entry: Entry, name: str, attributes: Mapping[str, AttributeValue]
     ) -> None:
         """Content for the span event emitted when ``entry`` ends."""
-        facts = self._facts.get(entry)
+        facts: _Facts | None = entry.facts
         if facts is None:
             return
         if facts.event is None:
@@ -574,7 +579,7 @@ class TelemetryLedger(Ledger):
         details = self.details
         if details is None:
             return
-        facts = self._facts.get(entry)
+        facts: _Facts | None = entry.facts
         if facts is None or facts.kind != _MODEL or facts.event is None:
             return
         try:
@@ -598,7 +603,8 @@ class TelemetryLedger(Ledger):
         extra: Mapping[str, AttributeValue] | None = None,
         description: str | None = None,
     ) -> None:
-        facts = self._facts.pop(entry, None)
+        facts: _Facts | None = entry.facts
+        entry.facts = None
         if facts is None or entry.ended:
             super()._finish(entry, outcome, error, reason, extra, description)
             return
