@@ -5,9 +5,9 @@ adk-otel's default pipeline (``build_tracer_provider`` with an exporter that
 drops the spans), 16 invocations in flight at a time, and at each checkpoint
 records:
 
-* adk-otel's bookkeeping: the plugin's ``open_spans``, its ``_runs``,
-  ``_runs_by_invocation`` and ``_orphans`` dicts, every dict/list on the
-  ledger, and how many run records (``_Run``) and span entries are alive;
+* adk-otel's bookkeeping: the plugin's ``open_spans``, its run registry's
+  ``by_context``, ``by_invocation`` and ``orphans`` dicts, every dict/list on
+  the ledger, and how many run records (``Run``) and span entries are alive;
 * the resident set size (RSS) of the process;
 * in a second, shorter phase under ``tracemalloc``: the bytes still allocated
   by adk-otel's own code (``src/adk_otel``, the scripted test model excluded).
@@ -116,9 +116,9 @@ def main() -> None:
     from overhead import _noop_exporter
 
     import adk_otel
-    from adk_otel import plugin as plugin_module
     from adk_otel.ledger import Entry
     from adk_otel.pipeline import build_tracer_provider
+    from adk_otel.runs import Run
 
     own_code = str(Path(adk_otel.__file__).resolve().parent)
     test_helpers = str(Path(own_code) / "testing")
@@ -132,16 +132,16 @@ def main() -> None:
         ledger = plugin._ledger_instance
         sizes = {
             "open_spans": plugin.open_spans,
-            "runs": len(plugin._runs),
-            "runs_by_invocation": len(plugin._runs_by_invocation),
-            "orphans": len(plugin._orphans),
+            "runs": len(plugin._runs.by_context),
+            "runs_by_invocation": len(plugin._runs.by_invocation),
+            "orphans": len(plugin._runs.orphans),
         }
         for name, value in vars(ledger).items():
             if isinstance(value, dict | list | set):
                 sizes[f"ledger.{name}"] = len(value)
         gc.collect()
         objects = gc.get_objects()
-        sizes["live_runs"] = sum(1 for o in objects if type(o) is plugin_module._Run)
+        sizes["live_runs"] = sum(1 for o in objects if type(o) is Run)
         sizes["live_entries"] = sum(1 for o in objects if type(o) is Entry)
         return sizes
 

@@ -25,8 +25,10 @@ Keywords of ``instrument()`` and ``AdkOtelPlugin``: ``tracer_provider``,
 ``content_max_length``, ``redact`` and ``user_id`` (see the README and docs/telemetry.md).
 """
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from .lazy import loader
 from .version import SUPPORTED_ADK, __version__
 
 if TYPE_CHECKING:
@@ -46,16 +48,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'adk_otel' has no attribute {name!r}")
-    from importlib import import_module
-
-    value = getattr(import_module(module, __name__), name)
-    globals()[name] = value
-    return value
-
+__getattr__: Callable[[str], Any] = loader(__name__, globals(), _LAZY)
 
 __all__ = [
     "SUPPORTED_ADK",

@@ -46,4 +46,8 @@ def test_concurrent_invocations_make_complete_separate_traces():
     assert processor.ended == len(spans) == CONCURRENT * sum(agents.FAN_OUT_SPANS.values())
     assert processor.dropped == processor.failed == 0
     assert plugin.open_spans == 0
-    assert plugin._runs == {} and plugin._runs_by_invocation == {} and plugin._orphans == {}
+    assert (
+        plugin._runs.by_context == {}
+        and plugin._runs.by_invocation == {}
+        and plugin._runs.orphans == {}
+    )

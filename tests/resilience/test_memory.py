@@ -11,9 +11,9 @@ from pathlib import Path
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import adk_otel
-from adk_otel import plugin as plugin_module
 from adk_otel.ledger import Entry
 from adk_otel.pipeline import build_tracer_provider
+from adk_otel.runs import Run
 
 from . import agents
 
@@ -56,7 +56,7 @@ def test_bookkeeping_returns_to_zero_and_own_memory_stays_flat():
             exporter.clear()
             agents.forget_requests(root)
         gc.collect()
-        return live(plugin_module._Run), live(Entry)
+        return live(Run), live(Entry)
 
     loop = asyncio.new_event_loop()
     try:
@@ -78,9 +78,9 @@ def test_bookkeeping_returns_to_zero_and_own_memory_stays_flat():
         provider.shutdown()
 
     assert plugin.open_spans == 0
-    assert plugin._runs == {}
-    assert plugin._runs_by_invocation == {}
-    assert plugin._orphans == {}
+    assert plugin._runs.by_context == {}
+    assert plugin._runs.by_invocation == {}
+    assert plugin._runs.orphans == {}
     ledger = plugin._ledger_instance
     for name, value in vars(ledger).items():
         if isinstance(value, dict | list | set):

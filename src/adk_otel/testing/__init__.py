@@ -10,8 +10,10 @@ the plugin in every run) costs nothing until a helper is actually needed.
 
 from __future__ import annotations
 
-import importlib
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
+
+from ..lazy import listing, loader
 
 if TYPE_CHECKING:
     from ..traces.expect import assert_tree, unordered
@@ -70,14 +72,5 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__: Callable[[str], Any] = loader(__name__, globals(), _EXPORTS)
+__dir__: Callable[[], list[str]] = listing(globals(), __all__)

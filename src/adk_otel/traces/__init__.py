@@ -20,8 +20,10 @@ Names are loaded on first use.
 
 from __future__ import annotations
 
-import importlib
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
+
+from ..lazy import listing, loader
 
 if TYPE_CHECKING:
     from .expect import assert_tree, tree_mismatch, unordered
@@ -98,14 +100,5 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__: Callable[[str], Any] = loader(__name__, globals(), _EXPORTS)
+__dir__: Callable[[], list[str]] = listing(globals(), __all__)
