@@ -45,6 +45,12 @@ from .semconv import ADK_CLOSE_REASON, ADK_ERROR_CATEGORY, ADK_OUTCOME, ERROR_TY
 logger: logging.Logger = guarded(logging.getLogger(__name__))
 
 _STATUS_OK = Status(StatusCode.OK)
+_RUNTIME = getattr(otel_context, "_RUNTIME_CONTEXT", None)
+_current = getattr(_RUNTIME, "get_current", None) or otel_context.get_current
+_attach = getattr(_RUNTIME, "attach", None) or otel_context.attach
+"""The API's ``get_current`` and ``attach`` without their one-line wrappers
+(the runtime context the API itself calls; the API's own when it has none):
+the ledger reads the current context several times per span."""
 _ENTRY = "_adk_otel_entry"
 """Attribute of an entry's OpenTelemetry context naming the entry, so the
 entry behind the current context is found in one lookup (see unwind)."""
@@ -192,7 +198,8 @@ class Ledger:
             entry = Entry(span=parent.span, key=key, parent=parent, anchor=anchor, recording=False)
             entry._context = parent.context
         else:
-            ctx = parent.context if parent is not None else parent_context
+            # (entry._context or entry.context: the made context without a property call)
+            ctx = (parent._context or parent.context) if parent is not None else parent_context
             span = self.tracer.start_span(
                 sanitize.clean(name), context=ctx, kind=kind, attributes=attributes
             )
@@ -235,8 +242,8 @@ class Ledger:
 
     def attach(self, entry: Entry) -> None:
         """Make ``entry`` the current span until it ends (see module doc)."""
-        ctx = entry.context
-        entry._token = otel_context.attach(ctx)
+        ctx = entry._context or entry.context
+        entry._token = _attach(ctx)
         entry._attached = ctx
 
     @staticmethod
@@ -256,7 +263,7 @@ class Ledger:
         """Make ``entry`` current again if something else is (ADK restored its
         own context since the entry was attached). The earlier token, if any,
         is then stale and dropped: resetting it would discard later values."""
-        if entry.ended or otel_context.get_current() is entry._attached:
+        if entry.ended or _current() is entry._attached:
             return
         self.attach(entry)
 
@@ -356,7 +363,7 @@ class Ledger:
         """Detach, in this context, entries that ended while current here but
         were ended from another context (where their token could not be
         reset). Called at the start of a hook, before anything is attached."""
-        ctx = otel_context.get_current()
+        ctx = _current()
         ref = getattr(ctx, _ENTRY, None)
         entry: Entry | None = ref() if ref is not None else None
         while entry is not None and entry.ended and entry._attached is ctx:
@@ -369,7 +376,7 @@ class Ledger:
             except (ValueError, RuntimeError):
                 return  # another Context (a task's copy): not ours to change
             entry._token = entry._attached = None
-            ctx = otel_context.get_current()
+            ctx = _current()
             ref = getattr(ctx, _ENTRY, None)
             entry = ref() if ref is not None else None
 
@@ -525,7 +532,7 @@ class Ledger:
         token, attached = entry._token, entry._attached
         # Not current here: if it is still current in the context that
         # attached it, unwind() detaches it there later.
-        if token is None or otel_context.get_current() is not attached:
+        if token is None or _current() is not attached:
             return
         var = getattr(token, "var", None)
         if var is None:

@@ -168,10 +168,12 @@ class AdkOtelPlugin(BasePlugin):
         """Resolve the tracer provider now (``instrument()`` calls this)."""
         _ = self._ledger
 
-    @property
+    @functools.cached_property
     def _ledger(self) -> TelemetryLedger:
         # Resolved on first use, so a plugin built at import time still picks
-        # up a provider (and content settings) the application configures later.
+        # up a provider (and content settings) the application configures later;
+        # cached, so the hooks read it as a plain attribute (the ledger object
+        # stays the same for the plugin's life: configure() retargets it).
         ledger = self._ledger_instance
         if ledger is None:
             ledger = self._resolve(None)
