@@ -49,7 +49,7 @@ def _put(attributes: Attributes, key: str, value: Any) -> None:
         attributes[key] = value
 
 
-def _present(candidates: Attributes) -> Attributes:
+def _present(candidates: dict[str, Any]) -> Attributes:
     """``candidates`` without their ``None`` and empty values: one call for
     a span's worth of optional attributes (this runs for every span)."""
     return {k: v for k, v in candidates.items() if v is not None and v != ""}
