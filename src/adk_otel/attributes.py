@@ -45,13 +45,15 @@ def _descends_from(cls: type, name: str) -> bool:
 
 
 def _put(attributes: Attributes, key: str, value: Any) -> None:
+    """Set an optional attribute, unless its value is None or empty."""
     if value is not None and value != "":
         attributes[key] = value
 
 
 def _present(candidates: dict[str, Any]) -> Attributes:
-    """``candidates`` without their ``None`` and empty values: one call for
-    a span's worth of optional attributes (this runs for every span)."""
+    """``candidates`` without their ``None`` and empty values (:func:`_put`'s
+    rule): one call for a span's worth of optional attributes, where ``_put``
+    is one call per attribute (this runs for every span)."""
     return {k: v for k, v in candidates.items() if v is not None and v != ""}
 
 
@@ -137,7 +139,7 @@ def model_request(callback_context: Any, llm_request: Any, latest: bool = False)
         sc.ADK_SPAN_KIND: _MODEL,
         sc.OPENINFERENCE_SPAN_KIND: sc.OI_LLM,
         sc.GEN_AI_OPERATION_NAME: sc.OP_GENERATE_CONTENT,
-        sc.GEN_AI_REQUEST_MODEL: str(model_str or "unknown"),
+        sc.GEN_AI_REQUEST_MODEL: model_name(llm_request),
         **_present(
             {
                 sc.GEN_AI_AGENT_NAME: getattr(callback_context, "agent_name", None),
@@ -195,10 +197,8 @@ def _streams(run_config: Any) -> bool:
 
 
 def model_response(llm_response: Any, latest: bool = False) -> Attributes:
-    model_version = getattr(llm_response, "model_version", None)
     attributes: Attributes = {}
-    if model_version is not None and model_version != "":
-        attributes[sc.GEN_AI_RESPONSE_MODEL] = model_version
+    _put(attributes, sc.GEN_AI_RESPONSE_MODEL, getattr(llm_response, "model_version", None))
     finish_reason = getattr(llm_response, "finish_reason", None)
     if finish_reason is not None:
         reason = getattr(finish_reason, "value", finish_reason)

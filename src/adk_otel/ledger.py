@@ -198,7 +198,7 @@ class Ledger:
             entry = Entry(span=parent.span, key=key, parent=parent, anchor=anchor, recording=False)
             entry._context = parent.context
         else:
-            # (entry._context or entry.context: the made context without a property call)
+            # _context when made already: no property call (this runs for every span).
             ctx = (parent._context or parent.context) if parent is not None else parent_context
             span = self.tracer.start_span(
                 sanitize.clean(name), context=ctx, kind=kind, attributes=attributes

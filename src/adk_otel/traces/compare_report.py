@@ -132,10 +132,16 @@ def comparison_json(comparison: Comparison) -> dict[str, Any]:
 # -- values as text ------------------------------------------------------------------------------
 
 
+def _is_rate(finding: Finding) -> bool:
+    """Whether the finding's values are shares of runs (error and outcome
+    rates): shown as percentages and percentage points."""
+    return finding.gate == "errors" or finding.subject.startswith("runs ")
+
+
 def _value(finding: Finding, value: float | None) -> str:
     if value is None:
         return "-"
-    if finding.gate == "errors" or finding.subject.startswith("runs "):
+    if _is_rate(finding):
         return f"{value:.1%}"
     if finding.gate == "path":
         return f"{value:.0%} new"
@@ -146,7 +152,7 @@ def _change(finding: Finding) -> str:
     effect = finding.effect
     if effect is None:
         return "-"
-    if finding.gate == "errors" or finding.subject.startswith("runs "):
+    if _is_rate(finding):
         return f"{effect * 100:+.1f} pp"
     if finding.gate == "path":
         return f"TV {effect:.0%}"
@@ -157,7 +163,7 @@ def _interval(finding: Finding) -> str:
     if finding.interval is None:
         return "-"
     low, high = finding.interval
-    if finding.gate == "errors" or finding.subject.startswith("runs "):
+    if _is_rate(finding):
         return f"[{(low or 0) * 100:+.1f}, {(high or 0) * 100:+.1f}]"
     high_text = "inf" if high is None else f"{high:.2f}"
     return f"[x{low or 0:.2f}, x{high_text}]"
