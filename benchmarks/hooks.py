@@ -10,9 +10,13 @@ the hook's coroutine is all of its work. ``outside hooks`` = the invocation
 over ``bare``, minus the time in hooks: the runner wrapper, and ADK's own
 work made costlier by the plugin (dispatch of the hooks it implements, code
 that runs while a span of the plugin is current, collection of what it
-allocates).
+allocates). ``collections`` = the garbage collector's runs per invocation (any
+generation): what the allocations of a configuration make ADK's large heap
+pay, wherever they land. With ``--no-gc`` the collector is off while samples
+are timed (one full collection per round, off the clock), so a collection
+no longer lands in whichever hook happens to be running.
 
-Usage: ``python benchmarks/hooks.py [--rounds 25] [--batch 20] [--json PATH]``
+Usage: ``python benchmarks/hooks.py [--rounds 25] [--batch 20] [--no-gc] [--json PATH]``
 """
 
 from __future__ import annotations
@@ -88,19 +92,26 @@ class Bench:
                             object.__setattr__(plugin, hook, timed)
                 self.runners[name, config] = runner
 
-    async def sample(self, name: str, config: str, batch: int) -> tuple[float, Counter[str]]:
-        """Thread CPU µs per invocation, and per hook, over ``batch`` invocations."""
+    async def sample(self, name: str, config: str, batch: int) -> tuple[float, Counter[str], float]:
+        """Thread CPU µs per invocation, per hook, and the collector's runs
+        per invocation, over ``batch`` invocations."""
         runner, w = self.runners[name, config], self.workloads
         sessions = [await w.new_session(runner) for _ in range(batch)]
         spent = self.spent[name, config]
         spent.clear()
+        runs = _collections()
         start = time.thread_time_ns()
         for session_id in sessions:
             await w.invoke(runner, session_id)
         elapsed = time.thread_time_ns() - start
+        runs = _collections() - runs
         await w.delete_sessions(runner, sessions)
         per_hook = Counter({hook: ns / batch / 1e3 for hook, ns in spent.items()})
-        return elapsed / batch / 1e3, per_hook
+        return elapsed / batch / 1e3, per_hook, runs / batch
+
+
+def _collections() -> int:
+    return sum(generation["collections"] for generation in gc.get_stats())
 
 
 def _timed(spent: Counter[str], name: str, hook: Any) -> Any:
@@ -117,10 +128,12 @@ def _timed(spent: Counter[str], name: str, hook: Any) -> Any:
     return run
 
 
-def measure(rounds: int, batch: int) -> dict[str, Any]:
+def measure(rounds: int, batch: int, no_gc: bool = False) -> dict[str, Any]:
     bench = Bench()
     loop = asyncio.new_event_loop()
     table: dict[str, Any] = {}
+    if no_gc:
+        gc.disable()
     try:
         for name in WORKLOADS:
             for config in CONFIGS:  # warm-up
@@ -128,21 +141,32 @@ def measure(rounds: int, batch: int) -> dict[str, Any]:
             gc.collect()
             totals: dict[str, list[float]] = {c: [] for c in CONFIGS}
             hooks: dict[str, list[Counter[str]]] = {c: [] for c in CONFIGS}
+            runs: dict[str, list[float]] = {c: [] for c in CONFIGS}
             for number in range(rounds):
                 shift = number % len(CONFIGS)
                 for config in CONFIGS[shift:] + CONFIGS[:shift]:
-                    total, per_hook = loop.run_until_complete(bench.sample(name, config, batch))
+                    total, per_hook, collected = loop.run_until_complete(
+                        bench.sample(name, config, batch)
+                    )
                     totals[config].append(total)
                     hooks[config].append(per_hook)
-            table[name] = _rows(totals, hooks)
+                    runs[config].append(collected)
+                if no_gc:
+                    gc.collect()
+            table[name] = _rows(totals, hooks, runs)
             print(f"{name} done", file=sys.stderr)
     finally:
+        gc.enable()
         loop.close()
         bench.provider.shutdown()
     return table
 
 
-def _rows(totals: dict[str, list[float]], hooks: dict[str, list[Counter[str]]]) -> dict[str, Any]:
+def _rows(
+    totals: dict[str, list[float]],
+    hooks: dict[str, list[Counter[str]]],
+    runs: dict[str, list[float]],
+) -> dict[str, Any]:
     rows: dict[str, Any] = {}
     for config in CONFIGS[1:]:
         over = statistics.median(t - b for t, b in zip(totals[config], totals["bare"], strict=True))
@@ -151,24 +175,30 @@ def _rows(totals: dict[str, list[float]], hooks: dict[str, list[Counter[str]]]) 
             for hook in HOOKS
         }
         in_hooks = statistics.median(sum(sample.values()) for sample in hooks[config])
-        rows[config] = {"over_bare": over, "in_hooks": in_hooks, "hooks": per_hook}
+        rows[config] = {
+            "over_bare": over,
+            "in_hooks": in_hooks,
+            "hooks": per_hook,
+            "collections": statistics.mean(runs[config]),
+        }
     return rows
 
 
 def markdown(table: dict[str, Any]) -> str:
     short = [h.removesuffix("_callback") for h in HOOKS]
     lines = [
-        "| workload | configuration | over bare | in hooks | outside hooks | "
+        "| workload | configuration | over bare | in hooks | outside hooks | collections | "
         + " | ".join(short)
         + " |",
-        "|---" * (5 + len(HOOKS)) + "|",
+        "|---" * (6 + len(HOOKS)) + "|",
     ]
     for name, rows in table.items():
         for config, row in rows.items():
             cells = " | ".join(f"{row['hooks'][h]:.0f}" for h in HOOKS)
             lines.append(
                 f"| {name} | {config} | {row['over_bare']:.0f} | {row['in_hooks']:.0f} "
-                f"| {row['over_bare'] - row['in_hooks']:.0f} | {cells} |"
+                f"| {row['over_bare'] - row['in_hooks']:.0f} | {row['collections']:.2f} "
+                f"| {cells} |"
             )
     return "\n".join(lines)
 
@@ -177,9 +207,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--rounds", type=int, default=25, help="rounds per workload")
     parser.add_argument("--batch", type=int, default=20, help="invocations per sample")
+    parser.add_argument(
+        "--no-gc", action="store_true", help="collector off while samples are timed"
+    )
     parser.add_argument("--json", type=Path, help="also write the results here")
     options = parser.parse_args()
-    table = measure(options.rounds, options.batch)
+    table = measure(options.rounds, options.batch, options.no_gc)
     print(markdown(table))
     if options.json is not None:
         options.json.write_text(json.dumps(table, indent=2) + "\n")

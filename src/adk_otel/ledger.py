@@ -505,9 +505,14 @@ class Ledger:
         written = getattr(entry.span, "_attributes", None)
         if written is None:
             return
-        for key in written.keys() - kept:
-            if key.startswith(prefix):
-                del written[key]
+        dropped = [key for key in written.keys() - kept if key.startswith(prefix)]
+        if not dropped:
+            # Nothing under the prefix since the conclusion: the framework
+            # wrote nothing (it never writes without its own keys), so no
+            # start attribute needs writing again either.
+            return
+        for key in dropped:
+            del written[key]
         opened_with = entry.opened_with
         if opened_with:
             changed = {k: v for k, v in opened_with.items() if written.get(k) != v}

@@ -153,8 +153,9 @@ class Runs:
             runs.remove(run)
             if not runs:
                 del self.by_invocation[run.invocation_id]
-        if run.task is not None and run.on_task_done is not None:
-            run.task.remove_done_callback(run.on_task_done)
+        if run.task is not None:
+            if run.on_task_done is not None:
+                run.task.remove_done_callback(run.on_task_done)
             run.task = run.on_task_done = None
 
     def forget_all(self) -> None:
@@ -200,6 +201,13 @@ def _watch_task(run: Run, close: Close) -> None:
         return
     if task is None:
         return
+    run.task, run.cancelling_at_start = task, task.cancelling()
+    if run.watch is not None and not run.live:
+        # Under instrument() the wrapper drives ADK's generator in this task
+        # and ends the run however it stops (runner.py). Not registering a
+        # callback the wrapper makes redundant halves the young-generation
+        # collections of a tool run (measured: 0.91 -> 0.46 per invocation).
+        return
 
     def on_task_done(done: asyncio.Task[Any]) -> None:
         if run.closing_early:
@@ -216,8 +224,7 @@ def _watch_task(run: Run, close: Close) -> None:
         else:
             close(run, Outcome.INCOMPLETE, "task_ended", None)
 
-    run.task, run.on_task_done = task, on_task_done
-    run.cancelling_at_start = task.cancelling()
+    run.on_task_done = on_task_done
     task.add_done_callback(on_task_done)
 
 
