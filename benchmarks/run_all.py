@@ -1,7 +1,7 @@
 """Run every benchmark once, in sequence, and keep the results.
 
 ``python benchmarks/run_all.py``: overhead (interleaved configurations), hooks
-(where the time goes), calls
+(where the time goes), span_path (one model span, stage by stage), calls
 (adk-otel's own work, counted),
 export under load, memory over 10,000 invocations, propagation across one A2A
 call (two processes). Each writes its table to
@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-BENCHMARKS = ("overhead", "hooks", "calls", "export_load", "memory", "propagation")
+BENCHMARKS = ("overhead", "hooks", "span_path", "calls", "export_load", "memory", "propagation")
 
 
 def main() -> int:

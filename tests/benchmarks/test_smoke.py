@@ -15,6 +15,7 @@ BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 CASES = {
     "overhead": ["--rounds", "2", "--batch", "1"],
     "hooks": ["--rounds", "1", "--batch", "1"],
+    "span_path": ["--repeats", "1", "--spans", "5"],
     "export_load": ["--runs", "40"],
     "memory": ["--runs", "64", "--traced-runs", "32", "--checkpoints", "2"],
     "propagation": ["--rounds", "1", "--batch", "1"],
