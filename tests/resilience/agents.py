@@ -34,6 +34,12 @@ def sequential() -> BaseAgent:
         )
 
 
+def tool_round_trip() -> BaseAgent:
+    """One agent calling a function tool, then answering: 5 spans per invocation."""
+    model = ScriptedModel(script=[call("lookup", {"sku": "A1"}), reply("3 in stock")])
+    return LlmAgent(name="clerk", model=model, tools=[lookup])
+
+
 def fan_out() -> BaseAgent:
     """A parallel fan-out of two branches (one with a tool round trip), then a
     summary agent."""
