@@ -19,6 +19,14 @@ Configurations:
   and ADK's ``is_aborted`` read at every agent end (how a tracer tells an
   aborted run from a successful one). adk-otel minus fair_floor is what its
   guarantees beyond these cost.
+* ``necessary``: ``fair_floor`` with the two pieces of work it leaves out and
+  a tracer keeping adk-otel's attributes and promises cannot: every span's
+  attributes read from ADK's objects with adk-otel's own functions and made
+  safe (not a prebuilt mapping), and each layer's span ended after the
+  layer's own callbacks (a model or tool span at the event that carries its
+  response, an agent's at the end of the run), detached only where its
+  context is still the current one. No ledger, no roll-ups, no outcome
+  checks beyond ``is_aborted``: adk-otel minus necessary is what those cost.
 * ``empty``: ADK's spans off and a plugin whose hooks all return at once:
   what reaching ADK through its plugin hooks costs, before any span work.
 * ``sampled_1pct`` / ``sampled_0``: adk-otel's default on a provider whose
@@ -68,6 +76,7 @@ CONFIGS = (
     "adk_otel_keep",
     "floor",
     "fair_floor",
+    "necessary",
     "empty",
     "sampled_1pct",
     "sampled_0",
@@ -235,6 +244,123 @@ def _fair_floor_plugin(provider: Any, attribute_counts: dict[str, int]) -> Any:
     return FairFloorPlugin()
 
 
+def _necessary_plugin(provider: Any) -> Any:
+    from google.adk.plugins.base_plugin import BasePlugin
+    from opentelemetry import context as otel_context
+    from opentelemetry import trace
+    from opentelemetry.trace import SpanKind, Status, StatusCode
+
+    from adk_otel import attributes as attrs
+    from adk_otel.sanitize import attributes as safe
+
+    ok = Status(StatusCode.OK)
+    tracer = provider.get_tracer("necessary")
+    current, attach, reset = otel_context.get_current, otel_context.attach, otel_context.detach
+
+    class NecessaryPlugin(BasePlugin):
+        """fair_floor plus attributes read from ADK and ends after each layer's callbacks."""
+
+        def __init__(self) -> None:
+            super().__init__(name="necessary")
+            self.run: Any = None
+            self.agents: dict[str, Any] = {}
+            self.open: dict[Any, list[Any]] = {}
+            """Key -> [span, context made current, token, end attributes]."""
+            self.concluded: set[Any] = set()
+            """Keys of spans whose layer's terminal hook ran: ended by a later one."""
+
+        def _start(self, key: Any, name: str, parent: Any, kind: Any, attributes: Any) -> None:
+            context = trace.set_span_in_context(parent) if parent is not None else None
+            span = tracer.start_span(name, context=context, kind=kind, attributes=safe(attributes))
+            made = trace.set_span_in_context(span)
+            self.open[key] = [span, made, attach(made), None]
+
+        def _end(self, key: Any) -> None:
+            found = self.open.pop(key, None)
+            if found is None:
+                return
+            self.concluded.discard(key)
+            span, made, token, ended_with = found
+            if current() is made:  # detached only where it is still current
+                reset(token)
+            span.set_attributes({"adk.outcome": "ok", **(ended_with or {})})
+            span.set_status(ok)
+            span.end()
+
+        async def before_run_callback(self, *, invocation_context: Any) -> None:
+            self.run = tracer.start_span(
+                attrs.invocation_span_name(invocation_context),
+                attributes=safe(attrs.invocation(invocation_context)),
+            )
+
+        async def after_run_callback(self, *, invocation_context: Any) -> None:
+            for key in reversed(list(self.open)):  # the deepest first
+                self._end(key)
+            self.agents.clear()
+            self.run.set_attribute("adk.outcome", "ok")
+            self.run.set_status(ok)
+            self.run.end()
+
+        async def before_agent_callback(self, *, agent: Any, callback_context: Any) -> None:
+            above = getattr(agent.parent_agent, "name", None)
+            parent = self.open.get(self.agents.get(above or ""), [self.run])[0]
+            key = ("agent", agent.name, len(self.agents))
+            self.agents[agent.name] = key
+            self._start(
+                key,
+                f"invoke_agent {agent.name}",
+                parent,
+                SpanKind.INTERNAL,
+                attrs.agent(agent, callback_context, above),
+            )
+
+        async def after_agent_callback(self, *, agent: Any, callback_context: Any) -> None:
+            _ = getattr(callback_context, "is_aborted", False)
+            self.concluded.add(self.agents.get(agent.name))
+
+        def _parent(self, context: Any) -> Any:
+            return self.open.get(self.agents.get(context.agent_name), [self.run])[0]
+
+        async def before_model_callback(self, *, callback_context: Any, llm_request: Any) -> None:
+            self._start(
+                id(callback_context.actions),
+                f"generate_content {attrs.model_name(llm_request)}",
+                self._parent(callback_context),
+                SpanKind.CLIENT,
+                attrs.model_request(callback_context, llm_request),
+            )
+
+        async def after_model_callback(self, *, callback_context: Any, llm_response: Any) -> None:
+            found = self.open.get(id(callback_context.actions))
+            if found is not None:
+                found[3] = safe(attrs.model_response(llm_response))
+                self.concluded.add(id(callback_context.actions))
+
+        async def before_tool_callback(
+            self, *, tool: Any, tool_args: Any, tool_context: Any
+        ) -> None:
+            self._start(
+                tool_context.function_call_id,
+                f"execute_tool {tool.name}",
+                self._parent(tool_context),
+                SpanKind.INTERNAL,
+                attrs.tool(tool, tool_context),
+            )
+
+        async def after_tool_callback(
+            self, *, tool: Any, tool_args: Any, tool_context: Any, result: Any
+        ) -> None:
+            self.concluded.add(tool_context.function_call_id)
+
+        async def on_event_callback(self, *, invocation_context: Any, event: Any) -> None:
+            if self.concluded:
+                self._end(id(event.actions))
+                for call_id in attrs.function_response_ids(event):
+                    self._end(call_id)
+
+    return NecessaryPlugin()
+
+
 def _adk_otel_attribute_counts(workloads: Any, name: str) -> dict[str, int]:
     """The most attributes adk-otel writes on each kind of span in one run of
     ``name``, read from a real instrumented run (so the yardstick follows
@@ -374,6 +500,8 @@ class Bench:
                     runner.plugin_manager.plugins.insert(
                         0, _fair_floor_plugin(self.provider, counts)
                     )
+                elif config == "necessary":
+                    runner.plugin_manager.plugins.insert(0, _necessary_plugin(self.provider))
                 elif config == "empty":
                     runner.plugin_manager.plugins.insert(0, _empty_plugin())
                 self.runners[name, config] = runner
@@ -527,7 +655,7 @@ def markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-TARGETS = {"floor": 1.3, "adk": 1.5, "fair_floor": 1.15}
+TARGETS = {"floor": 1.3, "adk": 1.5, "fair_floor": 1.15, "necessary": 1.15}
 """adk-otel's overhead at most this many times each yardstick's overhead."""
 
 
