@@ -193,8 +193,10 @@ def is_cancelled(run: Run | None = None) -> bool:
 
 
 def _watch_task(run: Run, close: Close) -> None:
-    """Plugin-only safety net (``adk web``, ``App``): if the task that
-    started the run ends while the run is still open, close it."""
+    """Record the task that started the run (``is_cancelled`` counts from its
+    ``cancelling()`` now; ``Runs.unwinding`` reads it) and, without the runner
+    wrapper (``adk web``, ``App``) or for a live run, add the safety net: if
+    that task ends while the run is still open, close it."""
     try:
         task = asyncio.current_task()
     except RuntimeError:
