@@ -2,7 +2,8 @@
 
 ``overhead.py`` says how much adk-otel costs; this says where. For adk-otel
 (under ``instrument()``), the ``floor`` and ``fair_floor`` yardsticks
-(``overhead.py``) and adk-otel's plugin on its own (``plugin_only``: the same
+(``overhead.py``), ``necessary`` and ``guaranteed`` (what a tracer with adk-otel's attributes and
+promises cannot skip, ``overhead.py``) and adk-otel's plugin on its own (``plugin_only``: the same
 hooks without ``instrument()``'s runner wrapper), it times each hook's work,
 and the invocation as a whole, with the thread's CPU clock, over interleaved
 samples (the method of ``overhead.py``). The hooks never await, so one step of
@@ -33,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-CONFIGS = ("bare", "floor", "fair_floor", "plugin_only", "adk_otel")
+CONFIGS = ("bare", "floor", "fair_floor", "necessary", "guaranteed", "plugin_only", "adk_otel")
 WORKLOADS = ("single", "tool", "sequential")
 HOOKS = (
     "before_run_callback",
@@ -46,7 +47,7 @@ HOOKS = (
     "after_agent_callback",
     "after_run_callback",
 )
-PLUGINS = ("adk_otel", "floor", "fair_floor")
+PLUGINS = ("adk_otel", "floor", "fair_floor", "necessary", "guaranteed")
 
 
 class Bench:
@@ -58,7 +59,13 @@ class Bench:
         from adk_otel.pipeline import build_tracer_provider
 
         sys.path.insert(0, str(HERE))
-        from overhead import _adk_otel_attribute_counts, _fair_floor_plugin, _floor_plugin
+        from overhead import (
+            _adk_otel_attribute_counts,
+            _fair_floor_plugin,
+            _floor_plugin,
+            _guaranteed_plugin,
+            _necessary_plugin,
+        )
         from overhead import _noop_exporter as noop
 
         self.provider = build_tracer_provider(exporter=noop())
@@ -67,6 +74,7 @@ class Bench:
 
         import adk_otel
         from adk_otel.plugin import AdkOtelPlugin
+        from adk_otel.runner import wrap
 
         self.workloads = workloads
         self.spent: dict[tuple[str, str], Counter[str]] = {}
@@ -84,6 +92,11 @@ class Bench:
                     plugins.insert(0, _floor_plugin(self.provider))
                 elif config == "fair_floor":
                     plugins.insert(0, _fair_floor_plugin(self.provider, counts))
+                elif config == "necessary":
+                    plugins.insert(0, _necessary_plugin(self.provider))
+                elif config == "guaranteed":
+                    plugins.insert(0, _guaranteed_plugin(self.provider))
+                    wrap(runner)
                 spent = self.spent[name, config] = Counter()
                 for plugin in plugins:
                     if plugin.name in PLUGINS:
