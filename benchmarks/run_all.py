@@ -1,7 +1,8 @@
 """Run every benchmark once, in sequence, and keep the results.
 
 ``python benchmarks/run_all.py``: overhead (interleaved configurations), hooks
-(where the time goes), span_path (one model span, stage by stage), calls
+(where the time goes), span_path (one model span, stage by stage), run_path
+(one whole run's hooks, replayed against the yardsticks), calls
 (adk-otel's own work, counted),
 export under load, memory over 10,000 invocations, propagation across one A2A
 call (two processes). Each writes its table to
@@ -17,7 +18,16 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-BENCHMARKS = ("overhead", "hooks", "span_path", "calls", "export_load", "memory", "propagation")
+BENCHMARKS = (
+    "overhead",
+    "hooks",
+    "span_path",
+    "run_path",
+    "calls",
+    "export_load",
+    "memory",
+    "propagation",
+)
 
 
 def main() -> int:

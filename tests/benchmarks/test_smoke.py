@@ -16,6 +16,7 @@ CASES = {
     "overhead": ["--rounds", "2", "--batch", "1"],
     "hooks": ["--rounds", "1", "--batch", "1"],
     "span_path": ["--repeats", "1", "--spans", "5"],
+    "run_path": ["--repeats", "1", "--runs", "3"],
     "export_load": ["--runs", "40"],
     "memory": ["--runs", "64", "--traced-runs", "32", "--checkpoints", "2"],
     "propagation": ["--rounds", "1", "--batch", "1"],

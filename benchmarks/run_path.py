@@ -1,0 +1,200 @@
+"""One whole run's hooks, replayed: adk-otel against the yardsticks, hook by hook.
+
+``overhead.py`` measures whole invocations, and its ratios move by a tenth
+from run to run on a shared machine. This takes every plugin hook call of one
+real run of each workload (``before_run`` to ``after_run``, the events
+included, with the real ADK objects) and replays them in a tight loop with
+the garbage collector off, for adk-otel's plugin and for ``overhead.py``'s
+``necessary`` and ``guaranteed`` yardsticks. Each replayed run gets a fresh
+``contextvars`` context with a run watch in it, as ``instrument()``'s runner
+wrapper gives it, and ends with the wrapper's end (``wrapper_end``: where
+adk-otel ends the invocation span). µs per run, median over ``--repeats``
+interleaved repeats of ``--runs`` runs. What it leaves out is what every
+plugin pays alike (ADK's own work and its dispatch of the hooks) and the
+cost hook work adds to ADK's code around it (``hooks.py``'s "outside
+hooks"): the ratios here are of the tracers' own work.
+
+Usage: ``python benchmarks/run_path.py [--repeats 7] [--runs 1000] [--json PATH]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextvars
+import gc
+import json
+import statistics
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+WORKLOADS = ("single", "tool", "sequential")
+CONFIGS = ("necessary", "guaranteed", "adk_otel")
+HOOKS = (
+    "before_run_callback",
+    "before_agent_callback",
+    "before_model_callback",
+    "after_model_callback",
+    "before_tool_callback",
+    "after_tool_callback",
+    "on_event_callback",
+    "after_agent_callback",
+    "after_run_callback",
+)
+WRAPPER_END = "wrapper_end"
+
+Call = tuple[str, dict[str, Any]]
+
+
+def _capture(provider: Any, workloads: Any, name: str) -> list[Call]:
+    """Every hook call of one run of ``name``, in order, with its arguments."""
+    from adk_otel.plugin import AdkOtelPlugin
+
+    calls: list[Call] = []
+    plugin = AdkOtelPlugin(tracer_provider=provider)
+
+    def spy(hook: Any, hook_name: str) -> Any:
+        async def call(**kwargs: Any) -> Any:
+            calls.append((hook_name, kwargs))
+            return await hook(**kwargs)
+
+        return call
+
+    for hook_name in HOOKS:
+        object.__setattr__(plugin, hook_name, spy(getattr(plugin, hook_name), hook_name))
+    runner = workloads.runner_for(name)
+    runner.plugin_manager.plugins.insert(0, plugin)
+    loop = asyncio.new_event_loop()
+    try:
+        loop.run_until_complete(workloads.invoke_on_new_session(runner))
+    finally:
+        loop.close()
+    return calls
+
+
+def _drive(step: Any) -> None:
+    """Run a hook's coroutine to its end (these hooks never await)."""
+    try:
+        step.send(None)
+    except StopIteration:
+        return
+    raise RuntimeError("a hook awaited")
+
+
+def _replay(plugin: Any, calls: list[Call], spent: Counter[str]) -> None:
+    """One run's hooks on ``plugin``, each timed, then the wrapper's end."""
+    from adk_otel.runner import CURRENT_WATCH, RunWatch
+    from adk_otel.semconv import Outcome
+
+    watch = RunWatch()
+    CURRENT_WATCH.set(watch)
+    clock = time.perf_counter_ns
+    for hook_name, kwargs in calls:
+        start = clock()
+        _drive(getattr(plugin, hook_name)(**kwargs))
+        spent[hook_name] += clock() - start
+    start = clock()
+    watch.close_remaining(Outcome.INCOMPLETE, "no_after_run", None)
+    spent[WRAPPER_END] += clock() - start
+
+
+def _plugin(config: str, provider: Any) -> Any:
+    from overhead import _guaranteed_plugin, _necessary_plugin
+
+    from adk_otel.plugin import AdkOtelPlugin
+
+    if config == "necessary":
+        return _necessary_plugin(provider)
+    if config == "guaranteed":
+        return _guaranteed_plugin(provider)
+    plugin = AdkOtelPlugin(tracer_provider=provider)
+    plugin.prepare()
+    return plugin
+
+
+async def _measure_workload(
+    provider: Any, calls: list[Call], repeats: int, runs: int
+) -> dict[str, dict[str, float]]:
+    # Run inside a task, as ADK's hooks are: the tracers read the current task.
+    plugins = {config: _plugin(config, provider) for config in CONFIGS}
+    samples: dict[str, list[Counter[str]]] = {config: [] for config in CONFIGS}
+    for number in range(repeats + 1):  # the first repeat warms up
+        shift = number % len(CONFIGS)
+        for config in CONFIGS[shift:] + CONFIGS[:shift]:
+            spent: Counter[str] = Counter()
+            for _ in range(runs):
+                contextvars.copy_context().run(_replay, plugins[config], calls, spent)
+            if number:
+                samples[config].append(spent)
+            gc.collect()
+    table: dict[str, dict[str, float]] = {}
+    for config, repeated in samples.items():
+        keys = [k for k in (*HOOKS, WRAPPER_END) if any(k in s for s in repeated)]
+        row = {k: statistics.median(s[k] / runs / 1e3 for s in repeated) for k in keys}
+        row["total"] = statistics.median(sum(s.values()) / runs / 1e3 for s in repeated)
+        table[config] = row
+    return table
+
+
+def measure(repeats: int, runs: int) -> dict[str, Any]:
+    from opentelemetry import trace
+
+    from adk_otel.pipeline import build_tracer_provider
+
+    sys.path.insert(0, str(HERE))
+    from overhead import _noop_exporter
+
+    provider = build_tracer_provider(exporter=_noop_exporter())
+    trace.set_tracer_provider(provider)
+    import workloads
+
+    result: dict[str, Any] = {}
+    gc.disable()
+    try:
+        for name in WORKLOADS:
+            calls = _capture(provider, workloads, name)
+            result[name] = asyncio.run(_measure_workload(provider, calls, repeats, runs))
+    finally:
+        gc.enable()
+        provider.shutdown()
+    return result
+
+
+def markdown(result: dict[str, Any]) -> str:
+    columns = [h.removesuffix("_callback") for h in HOOKS] + [WRAPPER_END]
+    lines = [
+        "| workload | configuration | µs per run | x guaranteed | x necessary | "
+        + " | ".join(columns)
+        + " |",
+        "|---" * (5 + len(columns)) + "|",
+    ]
+    for name, table in result.items():
+        for config, row in table.items():
+            cells = " | ".join(f"{row.get(k, 0.0):.1f}" for k in (*HOOKS, WRAPPER_END))
+            lines.append(
+                f"| {name} | {config} | {row['total']:.1f} "
+                f"| {row['total'] / table['guaranteed']['total']:.2f} "
+                f"| {row['total'] / table['necessary']['total']:.2f} | {cells} |"
+            )
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--repeats", type=int, default=7, help="interleaved repeats")
+    parser.add_argument("--runs", type=int, default=1000, help="replayed runs per repeat")
+    parser.add_argument("--json", type=Path, help="also write the results here")
+    options = parser.parse_args()
+    result = measure(options.repeats, options.runs)
+    print(markdown(result))
+    if options.json is not None:
+        options.json.write_text(json.dumps(result, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
