@@ -809,8 +809,8 @@ TARGETS = {"floor": 1.3, "adk": 1.5, "fair_floor": 1.15, "necessary": 1.15, "gua
 
 def targets(result: dict[str, Any]) -> list[str]:
     """Per workload: adk-otel's overhead against each yardstick's (floor,
-    ADK's own tracing, fair_floor), and the 1 % sampled share of unsampled
-    (target <= 0.25)."""
+    ADK's own tracing, fair_floor, necessary, guaranteed), and the 1 % sampled
+    share of unsampled (target <= 0.25)."""
     verdicts = []
     table = result["table"]
     for name in WORKLOADS:
