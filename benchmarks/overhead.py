@@ -31,11 +31,13 @@ Configurations:
   successful run, each done the simplest way: the runner wrapped with
   adk-otel's own wrapper (what sees cancellation and an early close) and a
   closer registered per run, the invocation span current in the run's
-  private context, roll-ups (model and tool calls, errors, tokens) kept in
-  plain lists and written on agent and invocation spans at their end, and
-  the task's ``cancelling()`` read at the run's end. One run at a time, no
-  error paths, sampling, content or dev UI switches: adk-otel minus
-  guaranteed is the price of its bookkeeping being general.
+  private context and ended by that closer (after the run's other
+  ``after_run`` callbacks, which still see it), roll-ups (model and tool
+  calls, errors, tokens) kept in plain lists and written on agent and
+  invocation spans at their end, and the task's ``cancelling()`` read at the
+  run's end. One run at a time, no error paths, sampling, content or dev UI
+  switches: adk-otel minus guaranteed is the price of its bookkeeping being
+  general.
 * ``empty``: ADK's spans off and a plugin whose hooks all return at once:
   what reaching ADK through its plugin hooks costs, before any span work.
 * ``sampled_1pct`` / ``sampled_0``: adk-otel's default on a provider whose
@@ -384,11 +386,12 @@ def _guaranteed_plugin(provider: Any) -> Any:
 
     from opentelemetry import context as otel_context
     from opentelemetry import trace
+    from opentelemetry.trace import Status, StatusCode
 
     from adk_otel import semconv as sc
     from adk_otel.runner import CURRENT_WATCH
 
-    attach = otel_context.attach
+    attach, ok_status = otel_context.attach, Status(StatusCode.OK)
     usage = sc.ROLLUP_USAGE
 
     def rollup(totals: list[Any]) -> dict[str, Any]:
@@ -409,6 +412,9 @@ def _guaranteed_plugin(provider: Any) -> Any:
             self.up: dict[Any, Any] = {}
             """Agent span key -> the roll-up key above it."""
             self.cancelling = 0
+            self.wrapped = False
+            self.decided: str | None = None
+            """The run's outcome as after_run decided it (None before)."""
 
         def _above(self, agent_name: str | None) -> Any:
             key = self.agents.get(agent_name or "", "run")
@@ -417,15 +423,23 @@ def _guaranteed_plugin(provider: Any) -> Any:
                 key = self.up.get(key)
 
         def _closed(self, outcome: Any, reason: str, error: BaseException | None) -> None:
-            """The runner wrapper's closer: ends what the run left open (a
-            cancelled task, a consumer that closed early); a no-op after after_run."""
+            """The runner wrapper's closer, once ADK's generator is done: ends
+            the invocation span as after_run decided (so the run's other
+            after_run callbacks still saw it current), or, with no after_run
+            (a cancelled task, a consumer that closed early), ends what is open."""
             if self.run is None:
                 return
+            decided = self.decided or outcome._value_
             for key in reversed(list(self.open)):
-                self._end(key, outcome._value_)
-            self.run.set_attribute("adk.outcome", outcome._value_)
+                self._end(key, decided)
+            self._end_run(decided)
+
+        def _end_run(self, outcome: str) -> None:
+            self.run.set_attributes({"adk.outcome": outcome, **rollup(self.totals.pop("run"))})
+            if outcome == "ok":
+                self.run.set_status(ok_status)
             self.run.end()
-            self.run = None
+            self.run = self.decided = None
 
         def _end(self, key: Any, outcome: str = "ok") -> None:
             totals = self.totals.pop(key, None)
@@ -441,6 +455,7 @@ def _guaranteed_plugin(provider: Any) -> Any:
             self.cancelling = task.cancelling() if task is not None else 0
             attach(trace.set_span_in_context(self.run))  # in the wrapper's private context
             watch = CURRENT_WATCH.get()
+            self.wrapped = watch is not None
             if watch is not None:
                 watch.closers.append(self._closed)
 
@@ -451,15 +466,9 @@ def _guaranteed_plugin(provider: Any) -> Any:
                 self._end(key)
             self.agents.clear()
             self.up.clear()
-            self.run.set_attributes(
-                {
-                    "adk.outcome": "cancelled" if cancelled else "ok",
-                    **rollup(self.totals.pop("run")),
-                }
-            )
-            self.run.set_status(ok_status)
-            self.run.end()
-            self.run = None
+            self.decided = "cancelled" if cancelled else "ok"
+            if not self.wrapped:
+                self._end_run(self.decided)
 
         async def before_agent_callback(self, *, agent: Any, callback_context: Any) -> None:
             await super().before_agent_callback(agent=agent, callback_context=callback_context)
@@ -499,9 +508,6 @@ def _guaranteed_plugin(provider: Any) -> Any:
             for totals in self._above(tool_context.agent_name):
                 totals[1] += 1
 
-    from opentelemetry.trace import Status, StatusCode
-
-    ok_status = Status(StatusCode.OK)
     return GuaranteedPlugin()
 
 
