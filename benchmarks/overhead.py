@@ -57,9 +57,15 @@ of one configuration on fresh sessions, timed with the process CPU time (all
 threads: the export thread's work counts; CPU time rather than wall time, as
 the machine may be shared). A *round* takes one sample of every
 configuration, in an order that rotates from round to round, so a slowdown
-of the machine lands on all configurations alike. Overhead = the median over
-rounds of the difference to the ``bare`` sample of the same round; [min-max]
-= the range of that median over ten consecutive stretches of rounds.
+of the machine lands on all configurations alike. Each sample starts after a
+full collection of the garbage collector (off the clock): a collection inside
+a sample is then caused by that sample's own allocations, instead of landing
+on whichever configuration ran when an earlier one's allocations crossed a
+threshold (that made the per-round differences swing by up to a full
+collection, several ms, and the medians of one workload move between runs).
+Overhead = the median over rounds of the difference to the ``bare`` sample
+of the same round; [min-max] = the range of that median over ten
+consecutive stretches of rounds.
 
 The raw OpenTelemetry SDK span (``start_span`` + ``end`` on the same
 provider, another scope, no attributes and with 6) is measured every round:
@@ -679,6 +685,9 @@ class Bench:
         w = self.workloads
         sessions = [await w.new_session(runner) for _ in range(batch)]
         self.adk_spans(config in ADK_SPANS_ON)
+        # Off the clock: a collection inside the sample is then due to this
+        # sample's allocations, not to what an earlier configuration left.
+        gc.collect()
         start = time.process_time()
         for session_id in sessions:
             await w.invoke(runner, session_id)
