@@ -126,20 +126,29 @@ def young_collections(runner: InMemoryRunner, root: BaseAgent, count: int) -> in
 def test_the_runner_wrapper_makes_the_collector_run_no_more_often():
     # Under instrument() a done callback on the run's task (redundant with the
     # runner wrapper) once made a tool round trip collect its young generation
-    # half as often again as the plugin alone: every collection walks ADK's
-    # large heap. The wrapper must cost the collector nothing.
+    # half as often again as the plugin alone (69 collections against 46, in
+    # every measurement): every collection walks ADK's large heap. The wrapper
+    # must cost the collector nothing. CPython's young-generation count also
+    # depends on where a run's objects land in memory: now and then one
+    # measurement shows the higher count with or without that callback (seen
+    # in about one process in ten), so each side is measured three times, on
+    # fresh runners, and the best of each is compared.
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(_Dropping()))
+    plugin_only, wrapped = [], []
     try:
-        plugin_root, wrapped_root = agents.tool_round_trip(), agents.tool_round_trip()
-        plugin_runner = agents.runner(plugin_root)
-        plugin_runner.plugin_manager.plugins.insert(0, AdkOtelPlugin(tracer_provider=provider))
-        plugin_only = young_collections(plugin_runner, plugin_root, 150)
-        wrapped_runner = adk_otel.instrument(agents.runner(wrapped_root), tracer_provider=provider)
-        wrapped = young_collections(wrapped_runner, wrapped_root, 150)
+        for _ in range(3):
+            plugin_root, wrapped_root = agents.tool_round_trip(), agents.tool_round_trip()
+            plugin_runner = agents.runner(plugin_root)
+            plugin_runner.plugin_manager.plugins.insert(0, AdkOtelPlugin(tracer_provider=provider))
+            plugin_only.append(young_collections(plugin_runner, plugin_root, 150))
+            wrapped_runner = adk_otel.instrument(
+                agents.runner(wrapped_root), tracer_provider=provider
+            )
+            wrapped.append(young_collections(wrapped_runner, wrapped_root, 150))
     finally:
         provider.shutdown()
-    assert plugin_only > 10  # the workload allocates enough to measure
-    assert wrapped <= plugin_only * 1.15 + 2, (
+    assert min(plugin_only) > 10  # the workload allocates enough to measure
+    assert min(wrapped) <= min(plugin_only) * 1.15 + 2, (
         f"{wrapped} collections under instrument(), {plugin_only} with the plugin alone"
     )
