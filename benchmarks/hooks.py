@@ -59,13 +59,7 @@ class Bench:
         from adk_otel.pipeline import build_tracer_provider
 
         sys.path.insert(0, str(HERE))
-        from overhead import (
-            _adk_otel_attribute_counts,
-            _fair_floor_plugin,
-            _floor_plugin,
-            _guaranteed_plugin,
-            _necessary_plugin,
-        )
+        from overhead import YARDSTICKS, _adk_otel_attribute_counts, install_yardstick
         from overhead import _noop_exporter as noop
 
         self.provider = build_tracer_provider(exporter=noop())
@@ -74,7 +68,6 @@ class Bench:
 
         import adk_otel
         from adk_otel.plugin import AdkOtelPlugin
-        from adk_otel.runner import wrap
 
         self.workloads = workloads
         self.spent: dict[tuple[str, str], Counter[str]] = {}
@@ -88,15 +81,8 @@ class Bench:
                     adk_otel.instrument(runner, tracer_provider=self.provider)
                 elif config == "plugin_only":
                     plugins.insert(0, AdkOtelPlugin(tracer_provider=self.provider))
-                elif config == "floor":
-                    plugins.insert(0, _floor_plugin(self.provider))
-                elif config == "fair_floor":
-                    plugins.insert(0, _fair_floor_plugin(self.provider, counts))
-                elif config == "necessary":
-                    plugins.insert(0, _necessary_plugin(self.provider))
-                elif config == "guaranteed":
-                    plugins.insert(0, _guaranteed_plugin(self.provider))
-                    wrap(runner)
+                elif config in YARDSTICKS:
+                    install_yardstick(runner, config, self.provider, counts)
                 spent = self.spent[name, config] = Counter()
                 for plugin in plugins:
                     if plugin.name in PLUGINS:

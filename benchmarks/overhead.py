@@ -517,6 +517,33 @@ def _guaranteed_plugin(provider: Any) -> Any:
     return GuaranteedPlugin()
 
 
+YARDSTICKS = ("floor", "fair_floor", "necessary", "guaranteed", "empty")
+
+
+def install_yardstick(
+    runner: Any, config: str, provider: Any, attribute_counts: dict[str, int]
+) -> None:
+    """Put yardstick ``config`` (one of ``YARDSTICKS``) first on ``runner``;
+    ``guaranteed`` also gets adk-otel's runner wrapper. ``attribute_counts``
+    is what ``fair_floor`` writes (``_adk_otel_attribute_counts``)."""
+    plugins = runner.plugin_manager.plugins
+    if config == "floor":
+        plugins.insert(0, _floor_plugin(provider))
+    elif config == "fair_floor":
+        plugins.insert(0, _fair_floor_plugin(provider, attribute_counts))
+    elif config == "necessary":
+        plugins.insert(0, _necessary_plugin(provider))
+    elif config == "guaranteed":
+        from adk_otel.runner import wrap
+
+        plugins.insert(0, _guaranteed_plugin(provider))
+        wrap(runner)
+    elif config == "empty":
+        plugins.insert(0, _empty_plugin())
+    else:
+        raise ValueError(f"not a yardstick: {config!r}")
+
+
 def _adk_otel_attribute_counts(workloads: Any, name: str) -> dict[str, int]:
     """The most attributes adk-otel writes on each kind of span in one run of
     ``name``, read from a real instrumented run (so the yardstick follows
@@ -631,7 +658,6 @@ class Bench:
         import workloads  # ADK is imported only now, after the provider is global
 
         import adk_otel
-        from adk_otel.runner import wrap
 
         self.workloads = workloads
         self.sampled = {c: _sampled_provider(r, self.exporter) for c, r in SAMPLED.items()}
@@ -650,20 +676,8 @@ class Bench:
                     adk_otel.instrument(
                         runner, tracer_provider=self.sampled[config], keep_adk_spans=True
                     )
-                elif config == "floor":
-                    runner.plugin_manager.plugins.insert(0, _floor_plugin(self.provider))
-                elif config == "fair_floor":
-                    counts = self.attribute_counts[name]
-                    runner.plugin_manager.plugins.insert(
-                        0, _fair_floor_plugin(self.provider, counts)
-                    )
-                elif config == "necessary":
-                    runner.plugin_manager.plugins.insert(0, _necessary_plugin(self.provider))
-                elif config == "guaranteed":
-                    runner.plugin_manager.plugins.insert(0, _guaranteed_plugin(self.provider))
-                    wrap(runner)
-                elif config == "empty":
-                    runner.plugin_manager.plugins.insert(0, _empty_plugin())
+                elif config in YARDSTICKS:
+                    install_yardstick(runner, config, self.provider, self.attribute_counts[name])
                 self.runners[name, config] = runner
 
     def adk_spans(self, on: bool) -> None:

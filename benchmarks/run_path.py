@@ -31,31 +31,20 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from hooks import HOOKS  # this directory: the benchmark scripts run from it
+
 HERE = Path(__file__).resolve().parent
 WORKLOADS = ("single", "tool", "sequential")
 CONFIGS = ("necessary", "guaranteed", "adk_otel")
-HOOKS = (
-    "before_run_callback",
-    "before_agent_callback",
-    "before_model_callback",
-    "after_model_callback",
-    "before_tool_callback",
-    "after_tool_callback",
-    "on_event_callback",
-    "after_agent_callback",
-    "after_run_callback",
-)
 WRAPPER_END = "wrapper_end"
 
 Call = tuple[str, dict[str, Any]]
 
 
-def _capture(provider: Any, workloads: Any, name: str) -> list[Call]:
-    """Every hook call of one run of ``name``, in order, with its arguments."""
-    from adk_otel.plugin import AdkOtelPlugin
-
+def capture_run(plugin: Any, workloads: Any, runner: Any) -> list[Call]:
+    """Every hook call ``plugin`` (on ``runner``) sees in one run on a new
+    session, in order, with its arguments; the plugin is left as it was."""
     calls: list[Call] = []
-    plugin = AdkOtelPlugin(tracer_provider=provider)
 
     def spy(hook: Any, hook_name: str) -> Any:
         async def call(**kwargs: Any) -> Any:
@@ -66,17 +55,27 @@ def _capture(provider: Any, workloads: Any, name: str) -> list[Call]:
 
     for hook_name in HOOKS:
         object.__setattr__(plugin, hook_name, spy(getattr(plugin, hook_name), hook_name))
-    runner = workloads.runner_for(name)
-    runner.plugin_manager.plugins.insert(0, plugin)
     loop = asyncio.new_event_loop()
     try:
         loop.run_until_complete(workloads.invoke_on_new_session(runner))
     finally:
         loop.close()
+        for hook_name in HOOKS:
+            object.__delattr__(plugin, hook_name)
     return calls
 
 
-def _drive(step: Any) -> None:
+def _capture(provider: Any, workloads: Any, name: str) -> list[Call]:
+    """Every hook call of one run of ``name`` under adk-otel's plugin."""
+    from adk_otel.plugin import AdkOtelPlugin
+
+    plugin = AdkOtelPlugin(tracer_provider=provider)
+    runner = workloads.runner_for(name)
+    runner.plugin_manager.plugins.insert(0, plugin)
+    return capture_run(plugin, workloads, runner)
+
+
+def drive(step: Any) -> None:
     """Run a hook's coroutine to its end (these hooks never await)."""
     try:
         step.send(None)
@@ -95,7 +94,7 @@ def _replay(plugin: Any, calls: list[Call], spent: Counter[str]) -> None:
     clock = time.perf_counter_ns
     for hook_name, kwargs in calls:
         start = clock()
-        _drive(getattr(plugin, hook_name)(**kwargs))
+        drive(getattr(plugin, hook_name)(**kwargs))
         spent[hook_name] += clock() - start
     start = clock()
     watch.close_remaining(Outcome.INCOMPLETE, "no_after_run", None)

@@ -38,7 +38,6 @@ Usage: ``python benchmarks/span_path.py [--repeats 9] [--spans 2000] [--json PAT
 from __future__ import annotations
 
 import argparse
-import asyncio
 import gc
 import json
 import statistics
@@ -50,40 +49,6 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 STAGES = ("sdk", "current", "extracted", "deferred", "adk_otel")
-CAPTURED = ("before_run_callback", "before_agent_callback", "before_model_callback")
-CAPTURED += ("after_model_callback", "on_event_callback")
-
-
-def _drive(step: Any) -> None:
-    """Run a hook's coroutine to its end (adk-otel's hooks never await)."""
-    try:
-        step.send(None)
-    except StopIteration:
-        return
-    raise RuntimeError("a hook awaited")
-
-
-def _capture(plugin: Any, workloads: Any, runner: Any) -> dict[str, dict[str, Any]]:
-    """The keyword arguments of the first call of each hook in one real run."""
-    seen: dict[str, dict[str, Any]] = {}
-
-    def spy(hook: Any, name: str) -> Any:
-        async def call(**kwargs: Any) -> Any:
-            seen.setdefault(name, kwargs)
-            return await hook(**kwargs)
-
-        return call
-
-    for name in CAPTURED:
-        object.__setattr__(plugin, name, spy(getattr(plugin, name), name))
-    loop = asyncio.new_event_loop()
-    try:
-        loop.run_until_complete(workloads.invoke_on_new_session(runner))
-    finally:
-        loop.close()
-    for name in CAPTURED:
-        object.__delattr__(plugin, name)
-    return seen
 
 
 class Stages:
@@ -221,6 +186,7 @@ class Bench:
 
         sys.path.insert(0, str(HERE))
         from overhead import _noop_exporter
+        from run_path import capture_run, drive
 
         self.provider = build_tracer_provider(exporter=_noop_exporter())
         trace.set_tracer_provider(self.provider)
@@ -231,10 +197,12 @@ class Bench:
         runner = workloads.runner_for("single")
         adk_otel.instrument(runner, tracer_provider=self.provider)
         self.plugin = runner.plugin_manager.plugins[0]
-        calls = _capture(self.plugin, workloads, runner)
+        calls: dict[str, dict[str, Any]] = {}
+        for hook_name, kwargs in capture_run(self.plugin, workloads, runner):
+            calls.setdefault(hook_name, kwargs)  # the first call of each hook
         # The model span's parents stay open for the whole measurement.
-        _drive(self.plugin.before_run_callback(**calls["before_run_callback"]))
-        _drive(self.plugin.before_agent_callback(**calls["before_agent_callback"]))
+        drive(self.plugin.before_run_callback(**calls["before_run_callback"]))
+        drive(self.plugin.before_agent_callback(**calls["before_agent_callback"]))
         self.tracer = self.provider.get_tracer("span_path")
         self.agent_span = self.tracer.start_span("invoke_agent solo")
         self.stages = Stages(self.tracer, self.agent_span, calls)
@@ -245,13 +213,13 @@ class Bench:
         )
         event = calls["on_event_callback"]
         self.adk_otel = (
-            lambda: _drive(plugin.before_model_callback(**before)),
-            lambda: _drive(plugin.after_model_callback(**after)),
-            lambda: _drive(plugin.on_event_callback(**event)),
+            lambda: drive(plugin.before_model_callback(**before)),
+            lambda: drive(plugin.after_model_callback(**after)),
+            lambda: drive(plugin.on_event_callback(**event)),
         )
-        _drive(plugin.before_model_callback(**before))
-        _drive(plugin.after_model_callback(**after))
-        _drive(plugin.on_event_callback(**event))
+        drive(plugin.before_model_callback(**before))
+        drive(plugin.after_model_callback(**after))
+        drive(plugin.on_event_callback(**event))
         if plugin.open_spans != 2:
             # An ADK release whose response event does not carry the call's
             # actions (2.5): adk-otel ends the span when the agent's next
@@ -261,7 +229,7 @@ class Bench:
             settle = plugin._ledger.settle_children
             self.adk_otel = (
                 *self.adk_otel[:2],
-                lambda: (_drive(plugin.on_event_callback(**event)), settle(agent)),
+                lambda: (drive(plugin.on_event_callback(**event)), settle(agent)),
             )
             settle(agent)
 

@@ -22,7 +22,6 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 import adk_otel
 from adk_otel import semconv as sc
-from adk_otel.runner import wrap
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 ROLLUPS = (
@@ -55,11 +54,8 @@ def _trace(workload: str, config: str) -> list[tuple[str, str | None, tuple[Any,
     runner = workloads.runner_for(workload)
     if config == "adk_otel":
         adk_otel.instrument(runner, tracer_provider=provider, keep_adk_spans=True)
-    elif config == "necessary":
-        runner.plugin_manager.plugins.insert(0, overhead._necessary_plugin(provider))
     else:
-        runner.plugin_manager.plugins.insert(0, overhead._guaranteed_plugin(provider))
-        wrap(runner)
+        overhead.install_yardstick(runner, config, provider, {})
 
     async def once() -> None:
         await workloads.invoke(runner, await workloads.new_session(runner))
