@@ -349,8 +349,10 @@ class Ledger:
 
     def settle(self, entry: Entry) -> None:
         """End a concluded entry with its conclusion (a no-op otherwise)."""
-        if entry.pending is not None and not entry.ended:
-            self._end(entry, entry.pending.outcome, None, None)
+        p = entry.pending
+        if p is not None and not entry.ended:
+            # _finish directly, not through _end: this ends most spans.
+            self._finish(entry, p.outcome, p.error, p.reason, p.extra, p.description)
 
     def settle_children(self, entry: Entry) -> None:
         """End ``entry``'s concluded children: a new operation under it has

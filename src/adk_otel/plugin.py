@@ -1,9 +1,9 @@
 """``AdkOtelPlugin``: ADK plugin hooks -> span ledger calls.
 
 Each hook is a few lines: find the run, open, conclude or settle a span.
-Hooks never raise into ADK (a failure is logged once and swallowed, see
-hook_guard.py) and always return ``None``, so the plugin can never
-short-circuit or alter an agent run. What the hooks call has a module each:
+Hooks never raise into ADK (a failure is counted, logged once per hook and
+swallowed, see hook_guard.py) and always return ``None``, so the plugin can
+never short-circuit or alter an agent run. What the hooks call has a module each:
 runs.py (the runs in flight), spans.py (how a span opens), outcomes.py (how
 it ends), capture.py (content capture), remote.py (A2A remote agents),
 transfers.py (``transfer_to_agent``), options.py (the options resolved) and
@@ -49,7 +49,7 @@ from .aborts import abort_reason
 from .content import ContentCapture, ContentSettings, Redactor
 from .devui import DevUi
 from .failures import ErrorClassifier
-from .hook_guard import never_raises
+from .hook_guard import HookGuard
 from .metrics import TelemetryLedger
 from .pipeline import TelemetrySettings
 from .redact import guarded
@@ -90,7 +90,7 @@ class AdkOtelPlugin(BasePlugin):
         super().__init__(name=name)
         self._classifier = error_classifier
         self._result_failures = failures.result_failures_enabled(result_failures)
-        self._hook_failures = 0
+        self._guard = HookGuard()
         self._looked_around = False
         self._settings = options.telemetry(
             TelemetrySettings(),
@@ -209,7 +209,7 @@ class AdkOtelPlugin(BasePlugin):
         raised, a span whose outcome could not be recorded): each is logged
         once per kind and counted here; no span is left open by one."""
         ledger = self._ledger_instance
-        return self._hook_failures + (ledger.failures if ledger is not None else 0)
+        return self._guard.failures + (ledger.failures if ledger is not None else 0)
 
     @property
     def open_spans(self) -> int:
@@ -218,48 +218,56 @@ class AdkOtelPlugin(BasePlugin):
 
     # -- run hooks -------------------------------------------------------
 
-    @never_raises
-    def before_run_callback(self, *, invocation_context: Any) -> None:
-        runs.lead(self, invocation_context)
-        if not self._looked_around:
-            # At the first run every instrumentation the application set up is in place.
-            self._looked_around = True
-            coexistence.warn_about_others()
-        ledger = self._ledger
-        run = self._runs.open(ledger, invocation_context, self._user_id, self._close_run)
-        if run.watch is not None:
-            # Under instrument() the run executes in a private context (see
-            # runner.py), so the invocation span can be current for the run's
-            # callbacks without ever being current in the caller's context.
-            ledger.attach(run.entry)
-        root = getattr(invocation_context, "agent", None)
-        if root is not None and self._propagating.get(id(root)) is not root:
-            remote.propagate_from(self._propagating, root)
-        if self._capture is not None:
-            self._capture.put(
-                run.entry, sc.GEN_AI_INPUT_MESSAGES, attrs.user_messages, invocation_context
-            )
+    async def before_run_callback(self, *, invocation_context: Any) -> None:
+        try:
+            runs.lead(self, invocation_context)
+            if not self._looked_around:
+                # At the first run every instrumentation the application set up is in place.
+                self._looked_around = True
+                coexistence.warn_about_others()
+            ledger = self._ledger
+            run = self._runs.open(ledger, invocation_context, self._user_id, self._close_run)
+            if run.watch is not None:
+                # Under instrument() the run executes in a private context (see
+                # runner.py), so the invocation span can be current for the run's
+                # callbacks without ever being current in the caller's context.
+                ledger.attach(run.entry)
+            root = getattr(invocation_context, "agent", None)
+            if root is not None and self._propagating.get(id(root)) is not root:
+                remote.propagate_from(self._propagating, root)
+            if self._capture is not None:
+                self._capture.put(
+                    run.entry, sc.GEN_AI_INPUT_MESSAGES, attrs.user_messages, invocation_context
+                )
+        except Exception:
+            self._guard.failed("before_run_callback")
 
-    @never_raises
-    def after_run_callback(self, *, invocation_context: Any) -> None:
-        run = self._runs.by_context.get(id(invocation_context))
-        if run is not None:
-            outcome, reason = outcomes.of_run(self._ledger, run, invocation_context)
-            self._close_run(run, outcome, reason, None)
+    async def after_run_callback(self, *, invocation_context: Any) -> None:
+        try:
+            run = self._runs.by_context.get(id(invocation_context))
+            if run is not None:
+                outcome, reason = outcomes.of_run(self._ledger, run, invocation_context)
+                self._close_run(run, outcome, reason, None)
+        except Exception:
+            self._guard.failed("after_run_callback")
 
-    @never_raises
-    def on_run_error_callback(self, *, invocation_context: Any, error: Exception) -> None:
-        run = self._runs.by_context.get(id(invocation_context))
-        if run is None:
-            # Failed before our before_run (another plugin ahead of us raised):
-            # still show the failed invocation.
-            run = self._runs.open(self._ledger, invocation_context, self._user_id, self._close_run)
-        aborted = abort_reason(error)
-        if aborted is not None:
-            self._close_run(run, Outcome.CANCELLED, aborted, None)
-        else:
-            failure = outcomes.classified(error, sc.SpanKind.INVOCATION, run, self._classifier)
-            self._close_run(run, Outcome.ERROR, None, error, failure.attributes)
+    async def on_run_error_callback(self, *, invocation_context: Any, error: Exception) -> None:
+        try:
+            run = self._runs.by_context.get(id(invocation_context))
+            if run is None:
+                # Failed before our before_run (another plugin ahead of us raised):
+                # still show the failed invocation.
+                run = self._runs.open(
+                    self._ledger, invocation_context, self._user_id, self._close_run
+                )
+            aborted = abort_reason(error)
+            if aborted is not None:
+                self._close_run(run, Outcome.CANCELLED, aborted, None)
+            else:
+                failure = outcomes.classified(error, sc.SpanKind.INVOCATION, run, self._classifier)
+                self._close_run(run, Outcome.ERROR, None, error, failure.attributes)
+        except Exception:
+            self._guard.failed("on_run_error_callback")
 
     def _close_run(
         self,
@@ -282,53 +290,59 @@ class AdkOtelPlugin(BasePlugin):
 
     # -- agent hooks -----------------------------------------------------
 
-    @never_raises
-    def before_agent_callback(self, *, agent: Any, callback_context: Any) -> None:
-        run = self._runs.latest(callback_context.invocation_id)
-        ledger = self._ledger
-        if run is not None and run.transfers:
-            transfers.end_transferred(ledger, run, agent.name)
-        key = ("agent", next(self._keys))
-        entry = spans.open_agent(ledger, run, key, agent, callback_context, self._latest)
-        if run is not None:
-            run.agents.setdefault(agent.name, []).append(entry)
-        else:
-            self._runs.orphans[(callback_context.invocation_id, agent.name)] = entry
-        if self._capture is not None:
-            # The conventions' invoke_agent input: the message the run handles.
-            self._capture.put(
-                entry, sc.GEN_AI_INPUT_MESSAGES, attrs.user_messages, callback_context
-            )
+    async def before_agent_callback(self, *, agent: Any, callback_context: Any) -> None:
+        try:
+            run = self._runs.latest(callback_context.invocation_id)
+            ledger = self._ledger
+            if run is not None and run.transfers:
+                transfers.end_transferred(ledger, run, agent.name)
+            key = ("agent", next(self._keys))
+            entry = spans.open_agent(ledger, run, key, agent, callback_context, self._latest)
+            if run is not None:
+                run.agents.setdefault(agent.name, []).append(entry)
+            else:
+                self._runs.orphans[(callback_context.invocation_id, agent.name)] = entry
+            if self._capture is not None:
+                # The conventions' invoke_agent input: the message the run handles.
+                self._capture.put(
+                    entry, sc.GEN_AI_INPUT_MESSAGES, attrs.user_messages, callback_context
+                )
+        except Exception:
+            self._guard.failed("before_agent_callback")
 
-    @never_raises
-    def after_agent_callback(self, *, agent: Any, callback_context: Any) -> None:
-        ledger = self._ledger
-        ledger.unwind()
-        entry, run = self._runs.pop_agent(callback_context.invocation_id, agent.name)
-        if entry is None:
-            return
-        if self._devui is not None:
-            self._devui.release_under(entry)
-        # Concluded, not ended: the agent's own after callback and later
-        # plugins still see (and annotate) its span; see ledger.conclude.
-        ledger.reattach(entry)
-        outcomes.conclude_agent(ledger, entry, run, callback_context)
-        if run is None:
-            ledger.settle(entry)  # no run in sight (plugin added mid-run): no later closer
-
-    @never_raises
-    def on_agent_error_callback(
-        self, *, agent: Any, callback_context: Any, error: Exception
-    ) -> None:
-        ledger = self._ledger
-        ledger.unwind()
-        entry, run = self._runs.pop_agent(callback_context.invocation_id, agent.name)
-        if entry is not None:
+    async def after_agent_callback(self, *, agent: Any, callback_context: Any) -> None:
+        try:
+            ledger = self._ledger
+            ledger.unwind()
+            entry, run = self._runs.pop_agent(callback_context.invocation_id, agent.name)
+            if entry is None:
+                return
             if self._devui is not None:
                 self._devui.release_under(entry)
-            outcomes.end_failed(ledger, entry, error, run, sc.SpanKind.AGENT, self._classifier)
+            # Concluded, not ended: the agent's own after callback and later
+            # plugins still see (and annotate) its span; see ledger.conclude.
+            ledger.reattach(entry)
+            outcomes.conclude_agent(ledger, entry, run, callback_context)
             if run is None:
-                ledger.settle(entry)
+                ledger.settle(entry)  # no run in sight (plugin added mid-run): no later closer
+        except Exception:
+            self._guard.failed("after_agent_callback")
+
+    async def on_agent_error_callback(
+        self, *, agent: Any, callback_context: Any, error: Exception
+    ) -> None:
+        try:
+            ledger = self._ledger
+            ledger.unwind()
+            entry, run = self._runs.pop_agent(callback_context.invocation_id, agent.name)
+            if entry is not None:
+                if self._devui is not None:
+                    self._devui.release_under(entry)
+                outcomes.end_failed(ledger, entry, error, run, sc.SpanKind.AGENT, self._classifier)
+                if run is None:
+                    ledger.settle(entry)
+        except Exception:
+            self._guard.failed("on_agent_error_callback")
 
     def remote_response(self, invocation_context: Any, response: Any) -> None:
         """A response a remote agent received (``a2a.py``): its task's id and
@@ -337,150 +351,184 @@ class AdkOtelPlugin(BasePlugin):
 
     # -- model hooks -----------------------------------------------------
 
-    @never_raises
-    def before_model_callback(self, *, callback_context: Any, llm_request: Any) -> None:
-        run = self._runs.latest(callback_context.invocation_id)
-        # No agent span for the caller (a workflow node): the run is its parent.
-        parent = (run.innermost_agent(callback_context.agent_name) or run.entry) if run else None
-        if run is not None and run.live and parent is not None:
-            spans.live_model_request(parent, llm_request)
-            return
-        entry = spans.open_model(self._ledger, parent, callback_context, llm_request, self._latest)
-        if self._devui is not None:
-            self._devui.model_request(
-                entry, callback_context.invocation_id, llm_request, self._content
+    async def before_model_callback(self, *, callback_context: Any, llm_request: Any) -> None:
+        try:
+            run = self._runs.latest(callback_context.invocation_id)
+            # No agent span for the caller (a workflow node): the run is its parent.
+            parent = (
+                (run.innermost_agent(callback_context.agent_name) or run.entry) if run else None
             )
-        if self._capture is not None:
-            self._capture.model_request(entry, llm_request)
-
-    @never_raises
-    def after_model_callback(self, *, callback_context: Any, llm_response: Any) -> None:
-        ledger = self._ledger
-        entry = ledger.get(("model", id(callback_context.actions)))
-        if entry is None:
-            return
-        # Current again for the after_model callbacks that run after this one
-        # (ADK restores its own context around each response, chunks included).
-        ledger.reattach(entry)
-        if entry.pending is not None:
-            return  # already concluded: an error a callback recovered from
-        if getattr(llm_response, "partial", False):
-            entry.updates += 1
-            entry.span.set_attribute(ADK_MODEL_CHUNKS, entry.updates)
-            ledger.chunk(entry)
-            return
-        if not entry.updates:
-            ledger.chunk(entry, final=True)
-        response: Mapping[str, AttributeValue] | None = None
-        if entry.recording or ledger.will_record(entry.parent):
-            # Written with the outcome when the span ends, in one call.
-            response = sanitize.attributes(attrs.model_response(llm_response, self._latest)) or {}
-            ledger.responded(entry, response)
-        if self._capture is not None:
-            self._capture.model_response(entry, llm_response)
-        # Concluded, not ended: the response event settles it.
-        outcomes.conclude_model(ledger, entry, llm_response, response)
-        if self._devui is not None:
-            # Under the dev server it also waits for the event id the UI joins on.
-            self._devui.hold_model(
-                entry,
-                callback_context.invocation_id,
-                callback_context.agent_name,
-                llm_response,
-                self._content,
-                functools.partial(ledger.settle, entry),
+            if run is not None and run.live and parent is not None:
+                spans.live_model_request(parent, llm_request)
+                return
+            entry = spans.open_model(
+                self._ledger, parent, callback_context, llm_request, self._latest
             )
+            if self._devui is not None:
+                self._devui.model_request(
+                    entry, callback_context.invocation_id, llm_request, self._content
+                )
+            if self._capture is not None:
+                self._capture.model_request(entry, llm_request)
+        except Exception:
+            self._guard.failed("before_model_callback")
 
-    @never_raises
-    def on_model_error_callback(
+    async def after_model_callback(self, *, callback_context: Any, llm_response: Any) -> None:
+        try:
+            ledger = self._ledger
+            entry = ledger.get(("model", id(callback_context.actions)))
+            if entry is None:
+                return
+            # Current again for the after_model callbacks that run after this one
+            # (ADK restores its own context around each response, chunks included).
+            ledger.reattach(entry)
+            if entry.pending is not None:
+                return  # already concluded: an error a callback recovered from
+            if getattr(llm_response, "partial", False):
+                entry.updates += 1
+                entry.span.set_attribute(ADK_MODEL_CHUNKS, entry.updates)
+                ledger.chunk(entry)
+                return
+            if not entry.updates:
+                ledger.chunk(entry, final=True)
+            response: Mapping[str, AttributeValue] | None = None
+            if entry.recording or ledger.will_record(entry.parent):
+                # Written with the outcome when the span ends, in one call.
+                response = (
+                    sanitize.attributes(attrs.model_response(llm_response, self._latest)) or {}
+                )
+                ledger.responded(entry, response)
+            if self._capture is not None:
+                self._capture.model_response(entry, llm_response)
+            # Concluded, not ended: the response event settles it.
+            outcomes.conclude_model(ledger, entry, llm_response, response)
+            if self._devui is not None:
+                # Under the dev server it also waits for the event id the UI joins on.
+                self._devui.hold_model(
+                    entry,
+                    callback_context.invocation_id,
+                    callback_context.agent_name,
+                    llm_response,
+                    self._content,
+                    functools.partial(ledger.settle, entry),
+                )
+        except Exception:
+            self._guard.failed("after_model_callback")
+
+    async def on_model_error_callback(
         self, *, callback_context: Any, llm_request: Any, error: Exception
     ) -> None:
-        ledger = self._ledger
-        entry = ledger.get(("model", id(callback_context.actions)))
-        if entry is not None:
-            run = self._runs.latest(callback_context.invocation_id)
-            outcomes.end_failed(ledger, entry, error, run, sc.SpanKind.MODEL, self._classifier)
+        try:
+            ledger = self._ledger
+            entry = ledger.get(("model", id(callback_context.actions)))
+            if entry is not None:
+                run = self._runs.latest(callback_context.invocation_id)
+                outcomes.end_failed(ledger, entry, error, run, sc.SpanKind.MODEL, self._classifier)
+        except Exception:
+            self._guard.failed("on_model_error_callback")
 
     # -- tool hooks ------------------------------------------------------
 
-    @never_raises
-    def before_tool_callback(self, *, tool: Any, tool_args: Any, tool_context: Any) -> None:
-        run = self._runs.latest(tool_context.invocation_id)
-        # A workflow tool node has no agent span: the run is its parent.
-        parent = (run.innermost_agent(tool_context.agent_name) or run.entry) if run else None
-        entry = spans.open_tool(self._ledger, parent, tool, tool_context)
-        if self._capture is not None:
-            self._capture.put(entry, sc.GEN_AI_TOOL_CALL_ARGUMENTS, capture.same, tool_args)
+    async def before_tool_callback(self, *, tool: Any, tool_args: Any, tool_context: Any) -> None:
+        try:
+            run = self._runs.latest(tool_context.invocation_id)
+            # A workflow tool node has no agent span: the run is its parent.
+            parent = (run.innermost_agent(tool_context.agent_name) or run.entry) if run else None
+            entry = spans.open_tool(self._ledger, parent, tool, tool_context)
+            if self._capture is not None:
+                self._capture.put(entry, sc.GEN_AI_TOOL_CALL_ARGUMENTS, capture.same, tool_args)
+        except Exception:
+            self._guard.failed("before_tool_callback")
 
-    @never_raises
-    def after_tool_callback(
+    async def after_tool_callback(
         self, *, tool: Any, tool_args: Any, tool_context: Any, result: Any
     ) -> None:
-        ledger = self._ledger
-        entry = ledger.get(("tool", tool_context.invocation_id, tool_context.function_call_id))
-        if entry is None:
-            return
-        ledger.reattach(entry)  # see after_model_callback
-        if entry.pending is not None:
-            return  # already concluded: an error a callback recovered from
-        if self._capture is not None:
-            self._capture.put(entry, sc.GEN_AI_TOOL_CALL_RESULT, capture.same, result)
-        if tool.name == transfers.TRANSFER:
-            transfers.note(self._runs, tool_context, tool_args)
-        # Concluded, not ended: the function response event settles it.
-        outcomes.conclude_tool(ledger, entry, tool, result, self._classifier, self._result_failures)
-        if self._devui is not None:
-            # Under the dev server it also waits for the event id the UI joins on.
-            settle = functools.partial(ledger.settle, entry)
-            self._devui.hold_tool(
-                entry, tool_context.invocation_id, tool_context.function_call_id, settle
+        try:
+            ledger = self._ledger
+            entry = ledger.get(("tool", tool_context.invocation_id, tool_context.function_call_id))
+            if entry is None:
+                return
+            ledger.reattach(entry)  # see after_model_callback
+            if entry.pending is not None:
+                return  # already concluded: an error a callback recovered from
+            if self._capture is not None:
+                self._capture.put(entry, sc.GEN_AI_TOOL_CALL_RESULT, capture.same, result)
+            if tool.name == transfers.TRANSFER:
+                transfers.note(self._runs, tool_context, tool_args)
+            # Concluded, not ended: the function response event settles it.
+            outcomes.conclude_tool(
+                ledger, entry, tool, result, self._classifier, self._result_failures
             )
+            if self._devui is not None:
+                # Under the dev server it also waits for the event id the UI joins on.
+                settle = functools.partial(ledger.settle, entry)
+                self._devui.hold_tool(
+                    entry, tool_context.invocation_id, tool_context.function_call_id, settle
+                )
+        except Exception:
+            self._guard.failed("after_tool_callback")
 
-    @never_raises
-    def on_tool_error_callback(
+    async def on_tool_error_callback(
         self, *, tool: Any, tool_args: Any, tool_context: Any, error: Exception
     ) -> None:
-        ledger = self._ledger
-        entry = ledger.get(("tool", tool_context.invocation_id, tool_context.function_call_id))
-        if entry is not None and entry.pending is None:
-            run = self._runs.latest(tool_context.invocation_id)
-            outcomes.end_failed(
-                ledger, entry, error, run, sc.SpanKind.TOOL, self._classifier, outcomes.ADK_LEGACY
-            )
+        try:
+            ledger = self._ledger
+            entry = ledger.get(("tool", tool_context.invocation_id, tool_context.function_call_id))
+            if entry is not None and entry.pending is None:
+                run = self._runs.latest(tool_context.invocation_id)
+                outcomes.end_failed(
+                    ledger,
+                    entry,
+                    error,
+                    run,
+                    sc.SpanKind.TOOL,
+                    self._classifier,
+                    outcomes.ADK_LEGACY,
+                )
+        except Exception:
+            self._guard.failed("on_tool_error_callback")
 
     # -- events ----------------------------------------------------------
 
     async def on_event_callback(self, *, invocation_context: Any, event: Any) -> None:
         # Called for every event: with capture off, no dev UI, no error and
-        # nothing concluded, next to nothing.
+        # nothing concluded, next to nothing. Each part is guarded on its own,
+        # so a failure in one never skips the others.
         if self._devui is not None:
-            await self._dev_ui_event(event=event)
+            self._dev_ui_event(event)
         try:
             failed = event.error_message is not None
         except AttributeError:  # not an ADK Event: nothing to read
             failed = False
         if failed:
-            await self._event_error(invocation_context=invocation_context, event=event)
+            self._event_error(invocation_context, event)
         ledger = self._ledger_instance
         if ledger is not None and ledger.concluded and not outcomes.settle_on(ledger, event):
-            self._hook_failures += 1
+            self._guard.failures += 1
         if self._capture is not None:
-            await self._capture_final_response(invocation_context=invocation_context, event=event)
+            self._capture_final_response(invocation_context, event)
         return None
 
-    @never_raises
-    def _dev_ui_event(self, *, event: Any) -> None:
-        if self._devui is not None:
-            self._devui.on_event(event)
+    def _dev_ui_event(self, event: Any) -> None:
+        try:
+            if self._devui is not None:
+                self._devui.on_event(event)
+        except Exception:
+            self._guard.failed("_dev_ui_event")
 
-    @never_raises
-    def _event_error(self, *, invocation_context: Any, event: Any) -> None:
-        remote.record_error_event(self._runs, invocation_context, event)
+    def _event_error(self, invocation_context: Any, event: Any) -> None:
+        try:
+            remote.record_error_event(self._runs, invocation_context, event)
+        except Exception:
+            self._guard.failed("_event_error")
 
-    @never_raises
-    def _capture_final_response(self, *, invocation_context: Any, event: Any) -> None:
-        if self._capture is not None:
-            self._capture.final_response(self._runs.by_context.get(id(invocation_context)), event)
+    def _capture_final_response(self, invocation_context: Any, event: Any) -> None:
+        try:
+            if self._capture is not None:
+                run = self._runs.by_context.get(id(invocation_context))
+                self._capture.final_response(run, event)
+        except Exception:
+            self._guard.failed("_capture_final_response")
 
     # -- the end ---------------------------------------------------------
 

@@ -29,7 +29,7 @@ from .runner import CURRENT_WATCH, RunWatch
 from .semconv import Outcome
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Run:
     """One ``Runner.run_async`` (or ``run_live``) call as the plugin sees it."""
 

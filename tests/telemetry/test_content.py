@@ -281,8 +281,8 @@ async def test_per_event_hook_does_nothing_while_capture_is_off(
 ) -> None:
     calls: list[Any] = []
 
-    async def counting(self: AdkOtelPlugin, **kwargs: Any) -> None:
-        calls.append(kwargs["event"])
+    def counting(self: AdkOtelPlugin, invocation_context: Any, event: Any) -> None:
+        calls.append(event)
 
     monkeypatch.setattr(AdkOtelPlugin, "_capture_final_response", counting)
     rec = await run_shop(capture_content=capture)
