@@ -62,18 +62,10 @@ async def test_a_failing_hook_is_counted_logged_once_and_the_run_goes_on(recorde
     failed_hooks = 1 + 1 + 2 * 2 + 2
     assert plugin.internal_errors == failed_hooks + len(result.events)
     warnings = hook_warnings(caplog.records)
-    assert sorted(warnings) == sorted(
-        f"adk-otel: {hook} failed; tracing continues"
-        for hook in (
-            "before_run_callback",
-            "before_agent_callback",
-            "before_model_callback",
-            "after_model_callback",
-            "before_tool_callback",
-            "after_tool_callback",
-            "_capture_final_response",
-        )
-    )
+    layers = ("run", "agent", "model", "tool")
+    failed = [f"before_{layer}_callback" for layer in layers]
+    failed += ["after_model_callback", "after_tool_callback", "_capture_final_response"]
+    assert sorted(warnings) == sorted(f"adk-otel: {h} failed; tracing continues" for h in failed)
     tracebacks = [r.exc_text or "" for r in caplog.records if r.name == "adk_otel.hook_guard"]
     assert all("capture bug in" in text for text in tracebacks)
 
