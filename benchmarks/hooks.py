@@ -25,13 +25,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
-import json
 import statistics
 import sys
 import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
+
+from report import emit  # this directory: the benchmark scripts run from it
 
 HERE = Path(__file__).resolve().parent
 CONFIGS = ("bare", "floor", "fair_floor", "necessary", "guaranteed", "plugin_only", "adk_otel")
@@ -212,10 +213,7 @@ def main() -> int:
     parser.add_argument("--json", type=Path, help="also write the results here")
     options = parser.parse_args()
     table = measure(options.rounds, options.batch, options.no_gc)
-    print(markdown(table))
-    if options.json is not None:
-        options.json.write_text(json.dumps(table, indent=2) + "\n")
-    return 0
+    return emit(markdown(table), table, options.json)
 
 
 if __name__ == "__main__":

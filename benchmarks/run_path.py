@@ -23,7 +23,6 @@ import argparse
 import asyncio
 import contextvars
 import gc
-import json
 import statistics
 import sys
 import time
@@ -32,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from hooks import HOOKS  # this directory: the benchmark scripts run from it
+from report import emit  # this directory: the benchmark scripts run from it
 
 HERE = Path(__file__).resolve().parent
 WORKLOADS = ("single", "tool", "sequential")
@@ -189,10 +189,7 @@ def main() -> int:
     parser.add_argument("--json", type=Path, help="also write the results here")
     options = parser.parse_args()
     result = measure(options.repeats, options.runs)
-    print(markdown(result))
-    if options.json is not None:
-        options.json.write_text(json.dumps(result, indent=2) + "\n")
-    return 0
+    return emit(markdown(result), result, options.json)
 
 
 if __name__ == "__main__":

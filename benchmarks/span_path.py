@@ -39,13 +39,14 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import statistics
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from report import emit  # this directory: the benchmark scripts run from it
 
 HERE = Path(__file__).resolve().parent
 STAGES = ("sdk", "current", "extracted", "deferred", "adk_otel")
@@ -306,10 +307,7 @@ def main() -> int:
     parser.add_argument("--json", type=Path, help="also write the results here")
     options = parser.parse_args()
     result = measure(options.repeats, options.spans)
-    print(markdown(result))
-    if options.json is not None:
-        options.json.write_text(json.dumps(result, indent=2) + "\n")
-    return 0
+    return emit(markdown(result), result, options.json)
 
 
 if __name__ == "__main__":
