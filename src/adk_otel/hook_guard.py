@@ -11,6 +11,7 @@ and hooks run several times per span.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 
 from .redact import guarded
@@ -33,4 +34,6 @@ class HookGuard:
         if hook in self._logged:
             return
         self._logged.add(hook)
-        logger.warning("adk-otel: %s failed; tracing continues", hook, exc_info=True)
+        # A logging set-up that raises must not turn a counted failure into the run's.
+        with contextlib.suppress(Exception):
+            logger.warning("adk-otel: %s failed; tracing continues", hook, exc_info=True)

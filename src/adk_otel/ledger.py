@@ -349,10 +349,17 @@ class Ledger:
 
     def settle(self, entry: Entry) -> None:
         """End a concluded entry with its conclusion (a no-op otherwise)."""
-        p = entry.pending
-        if p is not None and not entry.ended:
+        pending = entry.pending
+        if pending is not None and not entry.ended:
             # _finish directly, not through _end: this ends most spans.
-            self._finish(entry, p.outcome, p.error, p.reason, p.extra, p.description)
+            self._finish(
+                entry,
+                pending.outcome,
+                pending.error,
+                pending.reason,
+                pending.extra,
+                pending.description,
+            )
 
     def settle_children(self, entry: Entry) -> None:
         """End ``entry``'s concluded children: a new operation under it has

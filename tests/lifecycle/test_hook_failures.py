@@ -85,3 +85,29 @@ async def test_a_failing_hook_is_counted_logged_once_and_the_run_goes_on(recorde
     assert "adk-otel: before_run_callback failed; tracing continues" in hook_warnings(
         caplog.records
     )
+
+
+class RaisingFilter(logging.Filter):
+    """A logging set-up that raises on every record (a broken handler or filter)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        raise RuntimeError("logging is broken too")
+
+
+async def test_a_logging_set_up_that_raises_does_not_reach_the_run(recorder, caplog):
+    guard_logger = logging.getLogger("adk_otel.hook_guard")
+    broken = RaisingFilter()
+    guard_logger.addFilter(broken)
+    try:
+        runner = runner_for(clerk(reply("hello")))
+        plugin = adk_otel.plugin_of(runner)
+        assert plugin is not None
+        plugin._capture = BrokenCapture()  # type: ignore[assignment]
+        result = await drive(runner)
+    finally:
+        guard_logger.removeFilter(broken)
+
+    assert result.error is None
+    assert result.events[-1].content.parts[0].text == "hello"
+    assert plugin.internal_errors > 0
+    assert_clean(recorder, caplog.records)
