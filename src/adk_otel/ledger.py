@@ -351,7 +351,6 @@ class Ledger:
         """End a concluded entry with its conclusion (a no-op otherwise)."""
         pending = entry.pending
         if pending is not None and not entry.ended:
-            # _finish directly, not through _end: this ends most spans.
             self._finish(
                 entry,
                 pending.outcome,
@@ -366,7 +365,7 @@ class Ledger:
         begun, so their layers are over."""
         for child in list(entry.children):
             if child.pending is not None:
-                self._end(child, child.pending.outcome, None, None)
+                self.settle(child)
 
     def unwind(self) -> None:
         """Detach, in this context, entries that ended while current here but
@@ -399,18 +398,10 @@ class Ledger:
         description: str | None = None,
     ) -> None:
         """:meth:`_finish`, with the entry's own conclusion in charge when it has one."""
-        pending = entry.pending
-        if pending is None:
+        if entry.pending is None:
             self._finish(entry, outcome, error, reason, extra, description)
-        elif not entry.ended:
-            self._finish(
-                entry,
-                pending.outcome,
-                pending.error,
-                pending.reason,
-                pending.extra,
-                pending.description,
-            )
+        else:
+            self.settle(entry)
 
     def end_all(self, outcome: Outcome, reason: str) -> int:
         """End every open span (plugin close, shutdown). Returns how many."""
