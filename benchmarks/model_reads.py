@@ -21,7 +21,7 @@ import asyncio
 import sys
 import timeit
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 from report import emit  # this directory: the benchmark scripts run from it
 
@@ -36,11 +36,9 @@ def _registered_model_class() -> Any:
     class RegisteredModel(ScriptedModel):
         """The scripted model, built by ADK's registry from its name."""
 
-        supported: ClassVar[list[str]] = [r"bench-registered-.*"]
-
         @classmethod
         def supported_models(cls) -> list[str]:
-            return cls.supported
+            return [r"bench-registered-.*"]
 
     LLMRegistry.register(RegisteredModel)
     return RegisteredModel
@@ -70,29 +68,29 @@ def _seen_in_one_run(agent: Any) -> tuple[Any, Any]:
     return seen[0]
 
 
-def measure(repeats: int, calls: int) -> dict[str, dict[str, float]]:
+def _reads(model: Any) -> dict[str, Any]:
+    """The reads to time, on the objects of one real run of an agent holding ``model``."""
     from google.adk.agents import LlmAgent
 
     from adk_otel import attributes as attrs
 
+    callback_context, llm_request = _seen_in_one_run(LlmAgent(name="clerk", model=model))
+    agent = callback_context._invocation_context.agent  # the run's own agent object
+    return {
+        "ADK's canonical_model": lambda: agent.canonical_model,
+        "adk-otel's read": lambda: attrs._agent_model(agent),
+        "agent span attributes": lambda: attrs.agent(agent, callback_context, None),
+        "model call attributes": lambda: attrs.model_request(callback_context, llm_request),
+    }
+
+
+def measure(repeats: int, calls: int) -> dict[str, dict[str, float]]:
     model_class = _registered_model_class()
     table: dict[str, dict[str, float]] = {}
     for naming, model in (("by string", MODEL), ("by object", model_class(model=MODEL))):
-        callback_context, llm_request = _seen_in_one_run(LlmAgent(name="clerk", model=model))
-        agent = callback_context._invocation_context.agent  # the run's own agent object
-        timed = {
-            "ADK's canonical_model": lambda agent=agent: agent.canonical_model,
-            "adk-otel's read": lambda agent=agent: attrs._agent_model(agent),
-            "agent span attributes": lambda agent=agent, cc=callback_context: attrs.agent(
-                agent, cc, None
-            ),
-            "model call attributes": lambda cc=callback_context, req=llm_request: (
-                attrs.model_request(cc, req)
-            ),
-        }
         table[naming] = {
-            what: min(timeit.repeat(call, number=calls, repeat=repeats)) / calls * 1e6
-            for what, call in timed.items()
+            what: min(timeit.repeat(read, number=calls, repeat=repeats)) / calls * 1e6
+            for what, read in _reads(model).items()
         }
     return table
 

@@ -494,8 +494,9 @@ class AdkOtelPlugin(BasePlugin):
         # Called for every event: with capture off, no dev UI, no error and
         # nothing concluded, next to nothing. Each part is guarded on its own,
         # so a failure in one never skips the others.
-        if self._devui is not None:
-            self._dev_ui_event(event)
+        devui, capturing = self._devui, self._capture
+        if devui is not None:
+            self._dev_ui_event(devui, event)
         try:
             failed = event.error_message is not None
         except AttributeError:  # not an ADK Event: nothing to read
@@ -505,14 +506,13 @@ class AdkOtelPlugin(BasePlugin):
         ledger = self._ledger_instance
         if ledger is not None and ledger.concluded and not outcomes.settle_on(ledger, event):
             self._guard.failures += 1
-        if self._capture is not None:
-            self._capture_final_response(invocation_context, event)
+        if capturing is not None:
+            self._capture_final_response(capturing, invocation_context, event)
         return None
 
-    def _dev_ui_event(self, event: Any) -> None:
+    def _dev_ui_event(self, devui: DevUi, event: Any) -> None:
         try:
-            if self._devui is not None:
-                self._devui.on_event(event)
+            devui.on_event(event)
         except Exception:
             self._guard.failed("_dev_ui_event")
 
@@ -522,11 +522,11 @@ class AdkOtelPlugin(BasePlugin):
         except Exception:
             self._guard.failed("_event_error")
 
-    def _capture_final_response(self, invocation_context: Any, event: Any) -> None:
+    def _capture_final_response(
+        self, capturing: capture.Capture, invocation_context: Any, event: Any
+    ) -> None:
         try:
-            if self._capture is not None:
-                run = self._runs.by_context.get(id(invocation_context))
-                self._capture.final_response(run, event)
+            capturing.final_response(self._runs.by_context.get(id(invocation_context)), event)
         except Exception:
             self._guard.failed("_capture_final_response")
 

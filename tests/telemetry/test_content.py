@@ -281,7 +281,7 @@ async def test_per_event_hook_does_nothing_while_capture_is_off(
 ) -> None:
     calls: list[Any] = []
 
-    def counting(self: AdkOtelPlugin, invocation_context: Any, event: Any) -> None:
+    def counting(self: AdkOtelPlugin, capturing: Any, invocation_context: Any, event: Any) -> None:
         calls.append(event)
 
     monkeypatch.setattr(AdkOtelPlugin, "_capture_final_response", counting)
