@@ -34,10 +34,12 @@ Configurations:
   private context and ended by that closer (after the run's other
   ``after_run`` callbacks, which still see it), roll-ups (model and tool
   calls, errors, tokens) kept in plain lists and written on agent and
-  invocation spans at their end, and the task's ``cancelling()`` read at the
-  run's end. One run at a time, no error paths, sampling, content or dev UI
-  switches: adk-otel minus guaranteed is the price of its bookkeeping being
-  general.
+  invocation spans at their end, and at the run's end the task's
+  ``cancelling()`` and ADK's ``is_aborted`` read (an abort that lands after
+  the last agent's end is seen there only, and ADK still treats that run as
+  aborted: it seals its pending calls and skips its compaction). One run
+  at a time, no error paths, sampling, content or dev UI switches: adk-otel
+  minus guaranteed is the price of its bookkeeping being general.
 * ``empty``: ADK's spans off and a plugin whose hooks all return at once:
   what reaching ADK through its plugin hooks costs, before any span work.
 * ``sampled_1pct`` / ``sampled_0``: adk-otel's default on a provider whose
@@ -468,6 +470,7 @@ def _guaranteed_plugin(provider: Any) -> Any:
         async def after_run_callback(self, *, invocation_context: Any) -> None:
             task = asyncio.current_task()
             cancelled = task is not None and task.cancelling() > self.cancelling
+            cancelled = getattr(invocation_context, "is_aborted", False) or cancelled
             for key in reversed(list(self.open)):  # the deepest first
                 self._end(key)
             self.agents.clear()

@@ -14,6 +14,11 @@ plugin pays alike (ADK's own work and its dispatch of the hooks) and the
 cost hook work adds to ADK's code around it (``hooks.py``'s "outside
 hooks"): the ratios here are of the tracers' own work.
 
+Each configuration's bytecodes per run are counted too (``count_bytecodes``):
+unlike the timer they are the same on every run, so a change to the hot path
+shows at once, in either direction. Their ratio to ``guaranteed`` has tracked
+the timed ratio within a few hundredths.
+
 Usage: ``python benchmarks/run_path.py [--repeats 7] [--runs 1000] [--json PATH]``
 """
 
@@ -115,6 +120,39 @@ def _plugin(config: str, provider: Any) -> Any:
     return plugin
 
 
+BYTECODE_RUNS = 10
+"""Replayed runs whose bytecodes are counted (the count is the same every run)."""
+
+
+def count_bytecodes(plugin: Any, calls: list[Call]) -> float:
+    """Bytecodes executed per replayed run by everything the hooks call (the
+    replay loop's own frames aside), counted with ``sys.settrace``: the same
+    number on every run, so two versions of the code compare without the
+    timer's jitter. It counts interpreter steps, not their cost: a C call
+    (the SDK's locks, ``dict`` work) is one step however long it takes."""
+    count = 0
+    here = __file__
+
+    def trace(frame: Any, event: str, arg: Any) -> Any:
+        nonlocal count
+        if frame.f_code.co_filename == here:
+            return None  # the replay's own loop: not the tracer's work
+        frame.f_trace_opcodes = True
+        frame.f_trace_lines = False
+        if event == "opcode":
+            count += 1
+        return trace
+
+    spent: Counter[str] = Counter()
+    sys.settrace(trace)
+    try:
+        for _ in range(BYTECODE_RUNS):
+            contextvars.copy_context().run(_replay, plugin, calls, spent)
+    finally:
+        sys.settrace(None)
+    return count / BYTECODE_RUNS
+
+
 async def _measure_workload(
     provider: Any, calls: list[Call], repeats: int, runs: int
 ) -> dict[str, dict[str, float]]:
@@ -135,6 +173,7 @@ async def _measure_workload(
         keys = [k for k in (*HOOKS, WRAPPER_END) if any(k in s for s in repeated)]
         row = {k: statistics.median(s[k] / runs / 1e3 for s in repeated) for k in keys}
         row["total"] = statistics.median(sum(s.values()) / runs / 1e3 for s in repeated)
+        row["bytecodes"] = count_bytecodes(plugins[config], calls)
         table[config] = row
     return table
 
@@ -166,10 +205,11 @@ def measure(repeats: int, runs: int) -> dict[str, Any]:
 def markdown(result: dict[str, Any]) -> str:
     columns = [h.removesuffix("_callback") for h in HOOKS] + [WRAPPER_END]
     lines = [
-        "| workload | configuration | µs per run | x guaranteed | x necessary | "
+        "| workload | configuration | µs per run | x guaranteed | x necessary "
+        "| bytecodes per run | bytecodes x guaranteed | "
         + " | ".join(columns)
         + " |",
-        "|---" * (5 + len(columns)) + "|",
+        "|---" * (7 + len(columns)) + "|",
     ]
     for name, table in result.items():
         for config, row in table.items():
@@ -177,7 +217,9 @@ def markdown(result: dict[str, Any]) -> str:
             lines.append(
                 f"| {name} | {config} | {row['total']:.1f} "
                 f"| {row['total'] / table['guaranteed']['total']:.2f} "
-                f"| {row['total'] / table['necessary']['total']:.2f} | {cells} |"
+                f"| {row['total'] / table['necessary']['total']:.2f} "
+                f"| {row['bytecodes']:.0f} "
+                f"| {row['bytecodes'] / table['guaranteed']['bytecodes']:.3f} | {cells} |"
             )
     return "\n".join(lines)
 

@@ -104,17 +104,19 @@ class _Conclusion:
 class Entry:
     """One open (or just ended) span and its place in the tree."""
 
+    # Made positionally, in this order, for every span: a call by keyword
+    # costs about twice as much (0.43 against 0.23 µs, Python 3.11).
     span: Span
     key: object
     parent: Entry | None
-    children: list[Entry] = field(default_factory=list)
     anchor: Any = None
     """Strong reference to the object this entry is keyed on, so its ``id()``
     cannot be reused by another object while the span is open."""
-    ended: bool = False
     recording: bool = True
     """Whether the span records (False when its trace was sampled out): then
     nothing is written to it, only its bookkeeping is kept."""
+    children: list[Entry] = field(default_factory=list)
+    ended: bool = False
     updates: int = 0
     """How many intermediate updates (streamed chunks) the span has seen."""
     opened_with: Mapping[str, AttributeValue] | None = None
@@ -195,7 +197,7 @@ class Ledger:
             # A child of a sampled-out span is sampled out too (the sampler
             # follows the parent): it shares its parent's non-recording span
             # and context instead of asking the SDK for another.
-            entry = Entry(span=parent.span, key=key, parent=parent, anchor=anchor, recording=False)
+            entry = Entry(parent.span, key, parent, anchor, False)
             entry._context = parent.context
         else:
             # _context when made already: no property call (this runs for every span).
@@ -203,9 +205,7 @@ class Ledger:
             span = self.tracer.start_span(
                 sanitize.clean(name), context=ctx, kind=kind, attributes=attributes
             )
-            entry = Entry(
-                span=span, key=key, parent=parent, anchor=anchor, recording=span.is_recording()
-            )
+            entry = Entry(span, key, parent, anchor, span.is_recording())
         with self._lock:
             stale = self._open.get(key)
             self._open[key] = entry
@@ -431,22 +431,23 @@ class Ledger:
             if entry.ended:
                 return
             entry.ended = True
-            self.ended += entry.recording
-            if entry.pending is not None:
+            recording, pending, parent = entry.recording, entry.pending, entry.parent
+            self.ended += recording
+            if pending is not None:
                 self.concluded -= 1
             if self._open.get(entry.key) is entry:
                 del self._open[entry.key]
-            if entry.parent is not None:
+            if parent is not None:
                 # try/except, not contextlib.suppress: this runs for every span.
                 try:  # noqa: SIM105
-                    entry.parent.children.remove(entry)
+                    parent.children.remove(entry)
                 except ValueError:
                     pass
         span = entry.span
         try:
-            if entry.pending is not None and entry.pending.foreign is not None:
-                self._drop_foreign(entry, *entry.pending.foreign)
-            if entry.recording:
+            if pending is not None and pending.foreign is not None:
+                self._drop_foreign(entry, *pending.foreign)
+            if recording:
                 self._record_outcome(span, outcome, error, reason, extra, description)
         except Exception:
             self._failed("recording a span's outcome")
@@ -458,7 +459,6 @@ class Ledger:
             except Exception:
                 self._failed("detaching a span's context")
             entry.anchor = None
-            pending = entry.pending
             try:
                 span.end(pending.end_time if pending is not None else None)
             except Exception:

@@ -389,11 +389,26 @@ def _record_latest_usage(
 # -- per-span bookkeeping ----------------------------------------------------------
 
 
+def _rollups_over(entry: Entry | None) -> tuple[_Facts, ...]:
+    """The agent and invocation spans a span opened under ``entry`` (its
+    parent, or for an ``AgentTool``'s nested run the calling tool) rolls up
+    to: ``entry``'s own, when it is one, and those above it. Entries that
+    ended (no facts) are climbed past. Kept per span, so a model or tool call
+    adds to its totals without walking the tree."""
+    while entry is not None:
+        found: _Facts | None = entry.facts
+        if found is not None:
+            return (found, *found.above) if found.kind in _ROLLUP_KINDS else found.above
+        entry = entry.parent
+    return ()
+
+
 @dataclass(slots=True, eq=False)
 class _Facts:
     kind: str
-    up: Entry | None
-    """Where totals roll to: the parent entry, or the calling tool's entry."""
+    above: tuple[_Facts, ...]
+    """The agent and invocation spans this span's numbers roll up to, nearest
+    first, found once as it starts (see _rollups_over)."""
     attributes: Mapping[str, AttributeValue]
     """The span's start attributes (the plugin's own dict, never changed)."""
     started: int = 0
@@ -456,15 +471,15 @@ class TelemetryLedger(Ledger):
         up = entry.parent
         if up is None and kind == _INVOCATION:
             up = self._calling_tool(parent_context)
-        facts = _Facts(kind=kind, up=up, attributes=attributes)
+        facts = _Facts(kind, _rollups_over(up), attributes)  # positional: see Entry
         if self.instruments is not None:
             facts.started = time.perf_counter_ns()
         entry.facts = facts
         if kind == _MODEL:
-            for totals in self._above(facts):
+            for totals in facts.above:
                 totals.model_calls += 1
         elif kind == _TOOL:
-            for totals in self._above(facts):
+            for totals in facts.above:
                 totals.tool_calls += 1
             # A sampled-out tool sharing its parent's span has no id of its own
             # (and nothing under it is recorded): nothing to find it by.
@@ -478,20 +493,6 @@ class TelemetryLedger(Ledger):
         span_id = trace.get_current_span(parent_context).get_span_context().span_id
         return self._tools_by_span.get(span_id)
 
-    def _above(self, facts: _Facts) -> list[_Facts]:
-        """Open agent and invocation entries a span's numbers roll up to."""
-        out = []
-        entry = facts.up
-        while entry is not None:
-            found: _Facts | None = entry.facts
-            if found is None:  # already ended: nothing to add to, keep climbing
-                entry = entry.parent
-                continue
-            if found.kind in _ROLLUP_KINDS:
-                out.append(found)
-            entry = found.up
-        return out
-
     def responded(self, entry: Entry, attributes: Mapping[str, AttributeValue]) -> None:
         """A model call's final response attributes (usage, response model)."""
         facts: _Facts | None = entry.facts
@@ -501,7 +502,7 @@ class TelemetryLedger(Ledger):
             (k, v) for k, v in attributes.items() if k in sc.ROLLUP_USAGE and isinstance(v, int)
         ]
         if usage:
-            for totals in self._above(facts):
+            for totals in facts.above:
                 tokens = totals.tokens if totals.tokens is not None else {}
                 for k, v in usage:
                     total = sc.ROLLUP_USAGE[k]
@@ -630,7 +631,7 @@ class TelemetryLedger(Ledger):
         """An ERROR span: counted on every agent and invocation span above it."""
         found = extra.get(sc.ADK_ERROR_CATEGORY) if extra else None
         category = found if isinstance(found, str) else "other"
-        for totals in self._above(facts):
+        for totals in facts.above:
             totals.errors += 1
             if totals.categories is None:
                 totals.categories = set()

@@ -120,11 +120,11 @@ class Runs:
             attributes=attributes,
             anchor=invocation_context,
         )
-        run = Run(
-            entry=entry,
-            invocation_id=getattr(invocation_context, "invocation_id", ""),
-            watch=CURRENT_WATCH.get(),
-            live=getattr(invocation_context, "live_request_queue", None) is not None,
+        run = Run(  # positional: see ledger.Entry
+            entry,
+            getattr(invocation_context, "invocation_id", ""),
+            CURRENT_WATCH.get(),
+            getattr(invocation_context, "live_request_queue", None) is not None,
         )
         self.by_context[id(invocation_context)] = run
         self.by_invocation.setdefault(run.invocation_id, []).append(run)
