@@ -206,9 +206,7 @@ def markdown(result: dict[str, Any]) -> str:
     columns = [h.removesuffix("_callback") for h in HOOKS] + [WRAPPER_END]
     lines = [
         "| workload | configuration | µs per run | x guaranteed | x necessary "
-        "| bytecodes per run | bytecodes x guaranteed | "
-        + " | ".join(columns)
-        + " |",
+        "| bytecodes per run | bytecodes x guaranteed | " + " | ".join(columns) + " |",
         "|---" * (7 + len(columns)) + "|",
     ]
     for name, table in result.items():
