@@ -12,7 +12,10 @@ adk-otel ends the invocation span). µs per run, median over ``--repeats``
 interleaved repeats of ``--runs`` runs. What it leaves out is what every
 plugin pays alike (ADK's own work and its dispatch of the hooks) and the
 cost hook work adds to ADK's code around it (``hooks.py``'s "outside
-hooks"): the ratios here are of the tracers' own work.
+hooks"): the ratios here are of the tracers' own work. One more thing differs
+from a real run: every hook here runs in the one context, where ADK restores
+its own context around a response, so a span a real run ends where it is not
+current (and detaches later) is detached here at once.
 
 Each configuration's bytecodes per run are counted too (``count_bytecodes``):
 unlike the timer they are the same on every run, so a change to the hot path
