@@ -83,3 +83,116 @@ def test_the_yardsticks_make_adk_otels_trees(workload):
     tree = [(name, parent) for name, parent, _ in ours]
     assert [(name, parent) for name, parent, _ in _trace(workload, "necessary")] == tree
     assert _trace(workload, "guaranteed") == ours
+
+
+# -- what the simplest tracer leaves out is not optional ----------------------------
+
+
+class _AllInFlight:
+    """Holds each tool call until every run has made its own, so the runs
+    interleave inside their tool calls (an event, not a sleep)."""
+
+    def __init__(self, runs: int) -> None:
+        self.runs, self.started = runs, 0
+        self.all_started = asyncio.Event()
+
+    async def lookup(self, sku: str) -> dict[str, Any]:
+        """Stock level of one SKU."""
+        self.started += 1
+        if self.started == self.runs:
+            self.all_started.set()
+        await self.all_started.wait()
+        if sku.startswith("bad"):
+            raise LookupError(f"no such sku: {sku}")
+        return {"sku": sku, "stock": 3}
+
+
+def _concurrent_runs(config: str, skus: list[str]) -> list[Any]:
+    """Every span ``config`` ended while the runs for ``skus`` (one each, on
+    one runner) ran at once; ADK's own spans left out."""
+    from google.adk.agents import LlmAgent
+    from google.adk.runners import InMemoryRunner
+    from google.genai import types
+
+    from adk_otel.testing.model import ScriptedModel, call, reply
+
+    def step(request: Any) -> Any:
+        if any(c.role == "model" for c in request.contents):
+            return reply("done")
+        asked = next(c.parts[0].text for c in request.contents if c.role == "user")
+        return call("lookup", {"sku": asked})
+
+    gate = _AllInFlight(len(skus))
+    agent = LlmAgent(name="clerk", model=ScriptedModel(choose=step), tools=[gate.lookup])
+    runner = InMemoryRunner(agent=agent, app_name=workloads.APP)
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    if config == "adk_otel":
+        adk_otel.instrument(runner, tracer_provider=provider)
+    else:
+        overhead.install_yardstick(runner, config, provider, {})
+
+    async def one(sku: str) -> None:
+        session = await runner.session_service.create_session(
+            app_name=workloads.APP, user_id=workloads.USER
+        )
+        message = types.Content(role="user", parts=[types.Part(text=sku)])
+        try:
+            async for _ in runner.run_async(
+                user_id=workloads.USER, session_id=session.id, new_message=message
+            ):
+                pass
+        except LookupError:
+            pass
+
+    async def all_at_once() -> None:
+        async with asyncio.timeout(30):  # a guard against a deadlock, not synchronisation
+            await asyncio.gather(*(one(sku) for sku in skus))
+
+    asyncio.run(all_at_once())
+    assert gate.all_started.is_set()
+    provider.shutdown()
+    return [
+        s for s in exporter.get_finished_spans() if s.instrumentation_scope.name != sc.ADK_SCOPE
+    ]
+
+
+def _faults(spans: list[Any], skus: list[str]) -> list[str]:
+    """What is wrong with the traces of concurrent runs of ``skus``: each run
+    should be one trace of its own (an invocation span, its agent span, the
+    tool call under the agent), and a failed tool call an ERROR span."""
+    faults = []
+    by_trace: dict[int, list[Any]] = {}
+    for span in spans:
+        by_trace.setdefault(span.context.trace_id, []).append(span)
+    if len(by_trace) != len(skus):
+        faults.append(f"{len(by_trace)} traces for {len(skus)} runs")
+    for trace_spans in by_trace.values():
+        names = {s.name: s for s in trace_spans}
+        agent, tool = names.get("invoke_agent clerk"), names.get("execute_tool lookup")
+        if agent is None or tool is None:
+            faults.append(f"a trace without its agent or tool span: {sorted(names)}")
+        elif tool.parent is None or tool.parent.span_id != agent.context.span_id:
+            faults.append("a tool call not under its own run's agent")
+    failed = [s for s in spans if s.name == "execute_tool lookup" and s.events]
+    errors = [s for s in spans if s.name == "execute_tool lookup" and not s.status.is_ok]
+    bad = sum(sku.startswith("bad") for sku in skus)
+    if len(errors) != bad or len(failed) != bad:
+        faults.append(f"{len(errors)} failed tool spans for {bad} failed tool calls")
+    return faults
+
+
+def test_guaranteed_is_cheaper_only_for_what_it_leaves_out():
+    """``guaranteed`` (the simplest tracer keeping adk-otel's promises on one
+    successful run) keeps one run at a time and has no error hooks. On a
+    server, runs overlap and tools fail: there its traces are wrong, where
+    adk-otel's are right. What adk-otel costs beyond it (concurrent runs kept
+    apart, error hooks, outcomes on every path) is work that cannot go."""
+    skus = ["A1", "bad-2", "A3"]
+    assert _faults(_concurrent_runs("adk_otel", skus), skus) == []
+    faults = _faults(_concurrent_runs("guaranteed", skus), skus)
+    # Measured on ADK 2.13 and 2.5: the three runs share one trace, tool calls
+    # hang under another run's agent, spans are lost, the failed call is not an error.
+    assert any(f.endswith("traces for 3 runs") for f in faults), faults
+    assert any(f.endswith("failed tool spans for 1 failed tool calls") for f in faults), faults
