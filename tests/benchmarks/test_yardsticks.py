@@ -88,25 +88,6 @@ def test_the_yardsticks_make_adk_otels_trees(workload):
 # -- what the simplest tracer leaves out is not optional ----------------------------
 
 
-class _AllInFlight:
-    """Holds each tool call until every run has made its own, so the runs
-    interleave inside their tool calls (an event, not a sleep)."""
-
-    def __init__(self, runs: int) -> None:
-        self.runs, self.started = runs, 0
-        self.all_started = asyncio.Event()
-
-    async def lookup(self, sku: str) -> dict[str, Any]:
-        """Stock level of one SKU."""
-        self.started += 1
-        if self.started == self.runs:
-            self.all_started.set()
-        await self.all_started.wait()
-        if sku.startswith("bad"):
-            raise LookupError(f"no such sku: {sku}")
-        return {"sku": sku, "stock": 3}
-
-
 def _concurrent_runs(config: str, skus: list[str]) -> list[Any]:
     """Every span ``config`` ended while the runs for ``skus`` (one each, on
     one runner) ran at once; ADK's own spans left out."""
@@ -116,14 +97,27 @@ def _concurrent_runs(config: str, skus: list[str]) -> list[Any]:
 
     from adk_otel.testing.model import ScriptedModel, call, reply
 
+    everyone_asked = asyncio.Event()
+    asked: list[str] = []
+
     def step(request: Any) -> Any:
+        # Each run's first model call waits until every run has made its own,
+        # so all of them are in flight at once (an event, not a sleep).
         if any(c.role == "model" for c in request.contents):
             return reply("done")
-        asked = next(c.parts[0].text for c in request.contents if c.role == "user")
-        return call("lookup", {"sku": asked})
+        sku = next(c.parts[0].text for c in request.contents if c.role == "user")
+        asked.append(sku)
+        if len(asked) == len(skus):
+            everyone_asked.set()
+        return call("lookup", {"sku": sku}, gate=everyone_asked)
 
-    gate = _AllInFlight(len(skus))
-    agent = LlmAgent(name="clerk", model=ScriptedModel(choose=step), tools=[gate.lookup])
+    def lookup(sku: str) -> dict[str, Any]:
+        """Stock level of one SKU."""
+        if sku.startswith("bad"):
+            raise LookupError(f"no such sku: {sku}")
+        return {"sku": sku, "stock": 3}
+
+    agent = LlmAgent(name="clerk", model=ScriptedModel(choose=step), tools=[lookup])
     runner = InMemoryRunner(agent=agent, app_name=workloads.APP)
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
@@ -151,7 +145,7 @@ def _concurrent_runs(config: str, skus: list[str]) -> list[Any]:
             await asyncio.gather(*(one(sku) for sku in skus))
 
     asyncio.run(all_at_once())
-    assert gate.all_started.is_set()
+    assert everyone_asked.is_set()
     provider.shutdown()
     return [
         s for s in exporter.get_finished_spans() if s.instrumentation_scope.name != sc.ADK_SCOPE
