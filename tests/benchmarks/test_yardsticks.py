@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import sys
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -45,26 +46,32 @@ def _load(name: str) -> ModuleType:
 overhead, workloads = _load("overhead"), _load("workloads")
 
 
-def _trace(workload: str, config: str) -> list[tuple[str, str | None, tuple[Any, ...]]]:
-    """(name, parent's name, roll-ups) of each span the configuration made in
-    one run, ADK's own spans left out."""
+def _spans(runner: Any, config: str, drive: Callable[[], Coroutine[Any, Any, None]]) -> list[Any]:
+    """Every span ``config`` (adk-otel or a yardstick) ended on ``runner``
+    while ``drive`` ran, ADK's own spans left out."""
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    runner = workloads.runner_for(workload)
     if config == "adk_otel":
         adk_otel.instrument(runner, tracer_provider=provider, keep_adk_spans=True)
     else:
         overhead.install_yardstick(runner, config, provider, {})
+    asyncio.run(drive())
+    provider.shutdown()
+    return [
+        s for s in exporter.get_finished_spans() if s.instrumentation_scope.name != sc.ADK_SCOPE
+    ]
+
+
+def _trace(workload: str, config: str) -> list[tuple[str, str | None, tuple[Any, ...]]]:
+    """(name, parent's name, roll-ups) of each span the configuration made in
+    one run, ADK's own spans left out."""
+    runner = workloads.runner_for(workload)
 
     async def once() -> None:
         await workloads.invoke(runner, await workloads.new_session(runner))
 
-    asyncio.run(once())
-    provider.shutdown()
-    spans = [
-        s for s in exporter.get_finished_spans() if s.instrumentation_scope.name != sc.ADK_SCOPE
-    ]
+    spans = _spans(runner, config, once)
     names = {s.context.span_id: s.name for s in spans}
     return sorted(
         (
@@ -90,7 +97,7 @@ def test_the_yardsticks_make_adk_otels_trees(workload):
 
 def _concurrent_runs(config: str, skus: list[str]) -> list[Any]:
     """Every span ``config`` ended while the runs for ``skus`` (one each, on
-    one runner) ran at once; ADK's own spans left out."""
+    one runner) ran at once (see _spans)."""
     from google.adk.agents import LlmAgent
     from google.adk.runners import InMemoryRunner
     from google.genai import types
@@ -119,13 +126,6 @@ def _concurrent_runs(config: str, skus: list[str]) -> list[Any]:
 
     agent = LlmAgent(name="clerk", model=ScriptedModel(choose=step), tools=[lookup])
     runner = InMemoryRunner(agent=agent, app_name=workloads.APP)
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    if config == "adk_otel":
-        adk_otel.instrument(runner, tracer_provider=provider)
-    else:
-        overhead.install_yardstick(runner, config, provider, {})
 
     async def one(sku: str) -> None:
         session = await runner.session_service.create_session(
@@ -144,12 +144,9 @@ def _concurrent_runs(config: str, skus: list[str]) -> list[Any]:
         async with asyncio.timeout(30):  # a guard against a deadlock, not synchronisation
             await asyncio.gather(*(one(sku) for sku in skus))
 
-    asyncio.run(all_at_once())
+    spans = _spans(runner, config, all_at_once)
     assert everyone_asked.is_set()
-    provider.shutdown()
-    return [
-        s for s in exporter.get_finished_spans() if s.instrumentation_scope.name != sc.ADK_SCOPE
-    ]
+    return spans
 
 
 def _faults(spans: list[Any], skus: list[str]) -> list[str]:
