@@ -218,6 +218,26 @@ class Ledger:
         self._started(entry, attributes or {}, parent_context)
         return entry
 
+    def alias(self, key: object, entry: Entry) -> None:
+        """File an open entry under a second key too (a tool node's span is
+        also its tool call's); :meth:`unalias` removes it."""
+        with self._lock:
+            if not entry.ended:
+                self._open[key] = entry
+
+    def retype(self, entry: Entry, attributes: Mapping[str, AttributeValue]) -> None:
+        """An open span turned out to stand for another layer too (a tool
+        node's span is its tool call's): ``attributes`` written over its own."""
+        clean = sanitize.attributes(attributes) or {}
+        if entry.recording and not entry.ended:
+            entry.span.set_attributes(clean)
+        entry.opened_with = {**(entry.opened_with or {}), **clean}
+
+    def unalias(self, key: object, entry: Entry) -> None:
+        with self._lock:
+            if self._open.get(key) is entry and key != entry.key:
+                del self._open[key]
+
     def retarget(self, tracer: trace.Tracer) -> None:
         """Open later spans on ``tracer``; spans already open stay here."""
         self.tracer = tracer

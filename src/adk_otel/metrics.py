@@ -487,6 +487,21 @@ class TelemetryLedger(Ledger):
             if span_id and (entry.recording or not self._follows_parent):
                 self._tools_by_span[span_id] = entry
 
+    def retype(self, entry: Entry, attributes: Mapping[str, AttributeValue]) -> None:
+        super().retype(entry, attributes)
+        facts: _Facts | None = entry.facts
+        opened = entry.opened_with or {}
+        kind = str(opened.get(sc.ADK_SPAN_KIND, ""))
+        if facts is None or facts.kind == kind:
+            return
+        facts.kind, facts.attributes = kind, opened
+        if kind == _TOOL:
+            for totals in facts.above:
+                totals.tool_calls += 1
+            span_id = entry.span.get_span_context().span_id
+            if span_id and entry.recording:
+                self._tools_by_span[span_id] = entry
+
     def _calling_tool(self, parent_context: otel_context.Context | None) -> Entry | None:
         if not self._tools_by_span:
             return None

@@ -41,6 +41,7 @@ from opentelemetry.sdk.trace.export import SpanExporter
 from . import adk_scope, adopt, env
 from .export import ExportingProcessor, batch_settings
 from .instance import with_instance_id
+from .nodes import NodeTracer
 from .otel_env import otlp_exporter_from_env, otlp_log_exporter_from_env, sampler_from_env
 from .redact import guarded
 from .semconv import A2A_SDK_SCOPE, ADK_SCOPE, INSTRUMENTATION_SCOPE
@@ -75,7 +76,10 @@ def resolve_tracer(settings: TelemetrySettings) -> trace.Tracer:
     provider = settings.tracer_provider or global_tracer_provider()
     if settings.tracer_provider is None:
         adopt.take_over(provider)  # ADK's server built it from OTEL_* alone (adopt.py)
-    if not keep_adk_spans(settings.keep_adk_spans):
+    keep = keep_adk_spans(settings.keep_adk_spans)
+    if isinstance(provider, AdkOtelTracerProvider):
+        provider.keep_adk_spans(keep)
+    if not keep:
         suppress_adk_spans(provider)
     elif adk_scope.switch_on(
         provider, "tracer", scopes=frozenset({ADK_SCOPE}), marker=_SUPPRESSING
@@ -131,10 +135,58 @@ def built_logger_provider() -> Any:
         return _built["logger"]
 
 
-def build_tracer_provider(exporter: SpanExporter | None = None) -> TracerProvider:
+class AdkOtelTracerProvider(TracerProvider):
+    """The SDK's tracer provider, except that ADK's own scope gets adk-otel's
+    :class:`~adk_otel.nodes.NodeTracer`: ADK's workflow node spans join the
+    run's tree and its duplicates of adk-otel's layers are not recorded.
+
+    adk-otel builds one when no provider is installed. An application that
+    builds its own provider makes this one (same arguments as the SDK's) to
+    get workflow node spans; the standard ``OTEL_PYTHON_TRACER_PROVIDER=adk_otel``
+    makes the OpenTelemetry API build it from ``OTEL_*`` on first use (for
+    ``adk web`` and ``adk api_server``, which build their own otherwise).
+    ``keep_adk_spans=True`` gives ADK its own tracer back."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._adk_node_tracer: NodeTracer | None = None
+        self._keep_adk_spans = False
+
+    def keep_adk_spans(self, keep: bool) -> None:
+        """True: ADK records its own spans (its tracer as the SDK made it)."""
+        self._keep_adk_spans = keep
+        if self._adk_node_tracer is not None:
+            self._adk_node_tracer.native = keep
+
+    def get_tracer(
+        self,
+        instrumenting_module_name: str,
+        instrumenting_library_version: str | None = None,
+        schema_url: str | None = None,
+        attributes: Any = None,
+    ) -> trace.Tracer:
+        tracer = super().get_tracer(
+            instrumenting_module_name, instrumenting_library_version, schema_url, attributes
+        )
+        if instrumenting_module_name != ADK_SCOPE:
+            return tracer
+        if self._adk_node_tracer is None:
+            self._adk_node_tracer = NodeTracer(tracer, native=self._keep_adk_spans)
+        return self._adk_node_tracer
+
+
+def provider_from_env() -> AdkOtelTracerProvider:
+    """The provider the OpenTelemetry API builds for
+    ``OTEL_PYTHON_TRACER_PROVIDER=adk_otel`` (an ``opentelemetry_tracer_provider``
+    entry point): :func:`build_tracer_provider`."""
+    return build_tracer_provider()
+
+
+def build_tracer_provider(exporter: SpanExporter | None = None) -> AdkOtelTracerProvider:
     """An SDK provider from the environment (sampler from ``OTEL_TRACES_SAMPLER``
-    / ``_ARG``), exporting through an :class:`ExportingProcessor`."""
-    provider = TracerProvider(
+    / ``_ARG``), exporting through an :class:`ExportingProcessor`, with ADK's
+    node spans in adk-otel's tree (:class:`AdkOtelTracerProvider`)."""
+    provider = AdkOtelTracerProvider(
         resource=with_instance_id(Resource.create()), sampler=sampler_from_env()
     )
     exporter = exporter if exporter is not None else otlp_exporter_from_env()

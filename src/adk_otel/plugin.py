@@ -35,6 +35,7 @@ from . import (
     closing,
     coexistence,
     failures,
+    nodes,
     options,
     outcomes,
     remote,
@@ -201,7 +202,7 @@ class AdkOtelPlugin(BasePlugin):
         """The root node of an app this plugin traces (``instrument()`` passes
         a Runner's or an App's): a ``Workflow`` root makes its runs
         ``invoke_workflow``. Only the name is kept."""
-        self._runs.note_workflow(app_name, attrs.workflow_name(root))
+        self._runs.note_workflow(app_name, attrs.workflow_name(root), nodes.node_kinds(root))
 
     @property
     def internal_errors(self) -> int:
@@ -226,7 +227,12 @@ class AdkOtelPlugin(BasePlugin):
                 self._looked_around = True
                 coexistence.warn_about_others()
             ledger = self._ledger
-            run = self._runs.open(ledger, invocation_context, self._user_id, self._close_run)
+            adk_run_span = trace.get_current_span()
+            run = self._runs.open(
+                ledger, invocation_context, self._user_id, self._close_run, adk_run_span
+            )
+            if type(adk_run_span) is nodes.RunRoot:
+                self._claim_nodes(adk_run_span, run, invocation_context)
             if run.watch is not None:
                 # Under instrument() the run executes in a private context (see
                 # runner.py), so the invocation span can be current for the run's
@@ -241,6 +247,27 @@ class AdkOtelPlugin(BasePlugin):
                 )
         except Exception:
             self._guard.failed("before_run_callback")
+
+    def _claim_nodes(
+        self, adk_run_span: nodes.RunRoot, run: runs.Run, invocation_context: Any
+    ) -> None:
+        """The run's workflow nodes open under its invocation span (nodes.py)."""
+        app = getattr(invocation_context, "app_name", None) or ""
+        classifier = self._classifier
+
+        def classify(error: BaseException) -> Mapping[str, AttributeValue]:
+            return outcomes.classified(error, sc.SpanKind.NODE, run, classifier).attributes
+
+        nodes.claim_root(
+            adk_run_span,
+            nodes.NodeScope(
+                self._ledger,
+                run.entry,
+                path=nodes.root_path(adk_run_span, self._runs.workflows.get(app)),
+                kinds=self._runs.kinds.get(app) or {},
+                classify=classify,
+            ),
+        )
 
     async def after_run_callback(self, *, invocation_context: Any) -> None:
         try:
@@ -432,9 +459,16 @@ class AdkOtelPlugin(BasePlugin):
     async def before_tool_callback(self, *, tool: Any, tool_args: Any, tool_context: Any) -> None:
         try:
             run = self._runs.latest(tool_context.invocation_id)
-            # A workflow tool node has no agent span: the run is its parent.
-            parent = (run.innermost_agent(tool_context.agent_name) or run.entry) if run else None
-            entry = spans.open_tool(self._ledger, parent, tool, tool_context)
+            node = nodes.enclosing(trace.get_current_span())
+            if node is not None:
+                # A workflow tool node: its node span is the tool call's, or
+                # (another node's tool) the tool call's parent.
+                entry = spans.tool_node(self._ledger, node, tool, tool_context)
+            else:
+                parent = (
+                    (run.innermost_agent(tool_context.agent_name) or run.entry) if run else None
+                )
+                entry = spans.open_tool(self._ledger, parent, tool, tool_context)
             if self._capture is not None:
                 self._capture.put(entry, sc.GEN_AI_TOOL_CALL_ARGUMENTS, capture.same, tool_args)
         except Exception:

@@ -76,14 +76,20 @@ class Runs:
         self.workflows: dict[str, str] = {}
         """App name -> its root ``Workflow``'s name, for apps ``instrument()``
         saw with one (ADK 2.5 through 2.13 give a Workflow run no agent to read)."""
+        self.kinds: dict[str, dict[str, str]] = {}
+        """App name -> its root workflow's node names -> kinds (nodes.node_kinds)."""
 
-    def note_workflow(self, app_name: Any, workflow: str | None) -> None:
+    def note_workflow(
+        self, app_name: Any, workflow: str | None, kinds: dict[str, str] | None = None
+    ) -> None:
         """App ``app_name``'s root is the Workflow ``workflow`` (None: not one)."""
         if isinstance(app_name, str) and app_name:
             if workflow is not None:
                 self.workflows[app_name] = workflow
+                self.kinds[app_name] = kinds or {}
             else:
                 self.workflows.pop(app_name, None)
+                self.kinds.pop(app_name, None)
 
     def latest(self, invocation_id: str | None) -> Run | None:
         runs = self.by_invocation.get(invocation_id or "")
@@ -95,6 +101,7 @@ class Runs:
         invocation_context: Any,
         user_id_mode: user_ids.UserIdMode,
         close: Close,
+        adk_run_span: Any = None,
     ) -> Run:
         """Start the run's invocation span and track the run until ``close``."""
         # A run served over A2A continues the caller's trace (propagation.py).
@@ -110,6 +117,9 @@ class Runs:
             if self.workflows
             else None
         )
+        if workflow is None and getattr(invocation_context, "agent", None) is None:
+            # ADK's own run span names the root workflow (nodes.RunRoot).
+            workflow = getattr(adk_run_span, "workflow", None)
         attributes = attrs.invocation(invocation_context, workflow)
         user_ids.put(attributes, getattr(invocation_context, "user_id", None), user_id_mode)
         entry = ledger.start(

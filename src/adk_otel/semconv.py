@@ -26,6 +26,14 @@ ADK_APP_NAME = "adk.app.name"
 ADK_INVOCATION_ID = "adk.invocation.id"
 ADK_USER_ID = "adk.user.id"
 USER_ID = "user.id"  # the general convention; where Phoenix, Langfuse and MLflow read the user
+ADK_NODE_NAME = "adk.node.name"
+ADK_NODE_PATH = "adk.node.path"
+"""Where a workflow node run sits in its run, as ADK writes it (``flow@1/inner@1/check@2``):
+each step a node name and its run number under its parent."""
+ADK_NODE_KIND = "adk.node.kind"
+"""function, join, workflow, tool, agent, parallel_worker; ``node`` when unknown."""
+ADK_NODE_ATTEMPT = "adk.node.attempt"
+"""1 for a node run's first attempt, 2 for its first retry (``RetryConfig``), ..."""
 ADK_AGENT_PARENT = "adk.agent.parent"
 ADK_AGENT_TYPE = "adk.agent.type"
 ADK_TOOL_LONG_RUNNING = "adk.tool.long_running"
@@ -189,6 +197,8 @@ class SpanKind(StrEnum):
     AGENT = "agent"
     MODEL = "model"
     TOOL = "tool"
+    NODE = "node"
+    """A workflow node run (``invoke_node``) or a nested workflow (``invoke_workflow``)."""
 
 
 class Outcome(StrEnum):

@@ -14,7 +14,7 @@ from typing import Any
 from opentelemetry import trace
 
 from . import attributes as attrs
-from . import sanitize
+from . import nodes, sanitize
 from . import semconv as sc
 from .ledger import Entry
 from .metrics import TelemetryLedger
@@ -39,8 +39,13 @@ def open_agent(
         if parent is not None:
             break
         ancestor = getattr(ancestor, "parent_agent", None)
-    if parent is None and run is not None:
-        parent = run.entry
+    if parent is None:
+        # An agent node of a workflow: under the node or nested workflow that runs it.
+        node = nodes.enclosing(trace.get_current_span())
+        if node is not None:
+            parent = node.entry
+        elif run is not None:
+            parent = run.entry
     ledger.unwind()
     if parent is not None and parent.children:
         # A sibling agent (a loop's previous iteration) whose callbacks are done.
@@ -112,5 +117,21 @@ def open_tool(ledger: TelemetryLedger, parent: Entry | None, tool: Any, tool_con
             attrs.tool(tool, tool_context) if ledger.will_record(parent) else attrs.TOOL_KIND_ONLY
         ),
     )
+    ledger.attach(entry)
+    return entry
+
+
+def tool_node(ledger: TelemetryLedger, node: nodes.NodeSpan, tool: Any, tool_context: Any) -> Entry:
+    """A tool call made inside a workflow node. A tool node's own tool: the
+    node's span becomes the tool call's (one span per unit), renamed, with
+    the tool's attributes over the node's. Any other: a tool span under it."""
+    key = ("tool", tool_context.invocation_id, tool_context.function_call_id)
+    entry = nodes.adopt_tool(node, tool.name, key)
+    if entry is None:
+        return open_tool(ledger, node.entry, tool, tool_context)
+    ledger.unwind()
+    if entry.recording:
+        entry.span.update_name(sanitize.clean(f"execute_tool {tool.name}"))
+    ledger.retype(entry, {**attrs.tool(tool, tool_context), sc.ADK_NODE_KIND: "tool"})
     ledger.attach(entry)
     return entry

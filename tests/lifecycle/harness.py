@@ -26,6 +26,7 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 from opentelemetry.trace import StatusCode
 
+from adk_otel.pipeline import AdkOtelTracerProvider
 from adk_otel.semconv import ADK_OUTCOME, ADK_SCOPE, INSTRUMENTATION_SCOPE, Outcome
 
 APP = "shop"
@@ -111,10 +112,12 @@ DISPATCH = Dispatch()
 
 
 def install_global_provider() -> TracerProvider:
-    """Install (once) the session's global SDK provider, or join an existing one."""
+    """Install (once) the session's global SDK provider, or join an existing one.
+    It is adk-otel's (the SDK's, with ADK's scope routed to adk-otel), as
+    adk-otel builds it when no provider is installed: workflow nodes get spans."""
     current = trace.get_tracer_provider()
     if not isinstance(current, TracerProvider):
-        trace.set_tracer_provider(TracerProvider())
+        trace.set_tracer_provider(AdkOtelTracerProvider())
         current = trace.get_tracer_provider()
     assert isinstance(current, TracerProvider)
     if not getattr(current, "_adk_otel_test_dispatch", False):
