@@ -121,6 +121,19 @@ class NodeScope:
         self.classify = classify
         """An exception -> its failure attributes (category, retryable)."""
 
+    def names_root(self, workflow: str) -> None:
+        """The run's root turned out to be the workflow ``workflow``: its
+        invocation span says so, as when instrument() knew it beforehand."""
+        opened = self.entry.opened_with or {}
+        if sc.GEN_AI_WORKFLOW_NAME not in opened and sc.GEN_AI_AGENT_NAME not in opened:
+            self.ledger.retype(
+                self.entry,
+                {
+                    sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_WORKFLOW,
+                    sc.GEN_AI_WORKFLOW_NAME: workflow,
+                },
+            )
+
 
 _SCOPES: weakref.WeakValueDictionary[int, NodeScope] = weakref.WeakValueDictionary()
 """Span id of a run's invocation span -> its node scope, while anything of
@@ -368,7 +381,9 @@ class NodeTracer(trace.Tracer):
                 parent.get_span_context(), workflow if isinstance(workflow, str) else None
             )
             # Opened after before_run (ADK 2.5's root workflow): its run is known.
-            root.scope = _scope_of(parent)
+            scope = root.scope = _scope_of(parent)
+            if scope is not None and root.workflow is not None:
+                scope.names_root(root.workflow)
             return root
         return Passage(parent.get_span_context(), _node_of(parent))
 
@@ -433,6 +448,7 @@ class NodeTracer(trace.Tracer):
                 start[copied] = value
         if workflow:
             start[sc.GEN_AI_WORKFLOW_NAME] = node_name
+            start[_NESTED] = True
         parent_entry = above.entry if type(above) is NodeSpan else scope.entry
         key = ("node", next(self._keys))
         entry = scope.ledger.start(key, name, parent=parent_entry, attributes=start)

@@ -1,8 +1,10 @@
-"""A ``Workflow`` graph as the root node: function, tool and agent nodes.
+"""A ``Workflow`` graph as the root node: the plugin's layers inside it.
 
-Function nodes get no plugin hooks at all, so they never get a span. Agent
-nodes get the agent hooks. Tool nodes get the tool hooks on ADK 2.13, but none
-on 2.5, whose tool node calls the tool directly.
+Function nodes get no plugin hooks at all: their spans come from ADK's node
+tracing (test_nodes.py covers every node kind). Agent nodes get the agent
+hooks. Tool nodes get the tool hooks on ADK 2.13, where the node's span is the
+tool call's, but none on 2.5, whose tool node calls the tool directly: there
+the node's span stands for it.
 """
 
 from __future__ import annotations
@@ -61,8 +63,15 @@ def flow_runner(*nodes: Any) -> InMemoryRunner:
     return adk_otel.instrument(InMemoryRunner(node=workflow, app_name=APP))
 
 
+TOOL = "execute_tool lookup" if TOOL_NODE_HOOKS else "invoke_node lookup"
+
+
 def tool_row(depth: int, status: str, outcome: str) -> list[tuple[int, str, str, str]]:
-    return [(depth, "execute_tool lookup", status, outcome)] if TOOL_NODE_HOOKS else []
+    return [(depth, TOOL, status, outcome)]
+
+
+def node_row(name: str, status: str = "OK", outcome: str = "ok") -> tuple[int, str, str, str]:
+    return (1, f"invoke_node {name}", status, outcome)
 
 
 def one_trace(recorder) -> None:
@@ -77,6 +86,7 @@ async def test_function_tool_and_agent_nodes_succeed(recorder, caplog):
     assert_clean(recorder, caplog.records)
     assert shape(recorder) == [
         (0, INV, "OK", "ok"),
+        node_row("prepare"),
         *tool_row(1, "OK", "ok"),
         (1, "invoke_agent writer", "OK", "ok"),
         (2, MODEL, "OK", "ok"),
@@ -85,12 +95,11 @@ async def test_function_tool_and_agent_nodes_succeed(recorder, caplog):
     invocation = recorder.one(INV)
     assert invocation.attributes["adk.invocation.id"] == result.events[0].invocation_id
     assert invocation.attributes["gen_ai.conversation.id"] == result.session_id
-    # The function node (and the workflow itself) never become spans.
-    assert not [s for s in recorder.spans if "prepare" in s.name or s.name.endswith(" flow")]
-    if TOOL_NODE_HOOKS:
-        tool = recorder.one("execute_tool lookup")
-        assert recorder.parent_of(tool) is invocation
-        assert tool.attributes["adk.invocation.id"] == invocation.attributes["adk.invocation.id"]
+    # The root workflow is the run itself: no span of its own.
+    assert not [s for s in recorder.spans if s.name.endswith(" flow")]
+    tool = recorder.one(TOOL)
+    assert recorder.parent_of(tool) is invocation
+    assert tool.attributes["adk.invocation.id"] == invocation.attributes["adk.invocation.id"]
 
 
 async def test_function_node_raises(recorder, caplog):
@@ -98,8 +107,11 @@ async def test_function_node_raises(recorder, caplog):
 
     assert isinstance(result.error, NodeFailed)
     assert_clean(recorder, caplog.records)
-    # Nothing after the failed node ran, and the node itself has no span.
-    assert shape(recorder) == [(0, INV, "ERROR", "error")]
+    # Nothing after the failed node ran.
+    assert shape(recorder) == [
+        (0, INV, "ERROR", "error"),
+        node_row("broken_prepare", "ERROR", "error"),
+    ]
     invocation = recorder.one(INV)
     assert invocation.attributes[ERROR_TYPE].endswith("NodeFailed")
     assert "prepare broke" in invocation.status.description
@@ -113,6 +125,7 @@ async def test_agent_node_model_fails(recorder, caplog):
     assert_clean(recorder, caplog.records)
     assert shape(recorder) == [
         (0, INV, "ERROR", "error"),
+        node_row("prepare"),
         *tool_row(1, "OK", "ok"),
         (1, "invoke_agent writer", "ERROR", "error"),
         (2, MODEL, "ERROR", "error"),
@@ -129,6 +142,7 @@ async def test_agent_node_body_raises(recorder, caplog):
     assert_clean(recorder, caplog.records)
     assert shape(recorder) == [
         (0, INV, "ERROR", "error"),
+        node_row("prepare"),
         *tool_row(1, "OK", "ok"),
         (1, "invoke_agent writer", "ERROR", "error"),
     ]
@@ -138,14 +152,18 @@ async def test_agent_node_body_raises(recorder, caplog):
 
 
 async def test_tool_node_raises(recorder, caplog):
-    """ADK 2.5's tool node fires no tool hooks: there the invocation alone shows it."""
+    """ADK 2.5's tool node fires no tool hooks: there its node span shows it."""
     result = await drive(flow_runner(prepare_bad, FunctionTool(lookup), writer()))
 
     assert isinstance(result.error, ToolFailed)
     assert_clean(recorder, caplog.records)
-    assert shape(recorder) == [(0, INV, "ERROR", "error"), *tool_row(1, "ERROR", "error")]
+    assert shape(recorder) == [
+        (0, INV, "ERROR", "error"),
+        node_row("prepare_bad"),
+        *tool_row(1, "ERROR", "error"),
+    ]
     one_trace(recorder)
-    for name in (INV, *(["execute_tool lookup"] if TOOL_NODE_HOOKS else [])):
+    for name in (INV, TOOL):
         assert recorder.one(name).attributes[ERROR_TYPE].endswith("ToolFailed"), name
 
 
@@ -166,6 +184,7 @@ async def test_agent_node_retried_after_a_failure(recorder, caplog):
     assert_clean(recorder, caplog.records)
     assert shape(recorder) == [
         (0, INV, "OK", "ok"),
+        node_row("prepare"),
         (1, "invoke_agent writer", "ERROR", "error"),
         (2, MODEL, "ERROR", "error"),
         (1, "invoke_agent writer", "OK", "ok"),
@@ -184,6 +203,7 @@ async def test_agent_node_with_its_own_tool(recorder, caplog):
     assert_clean(recorder, caplog.records)
     assert shape(recorder) == [
         (0, INV, "OK", "ok"),
+        node_row("prepare"),
         (1, "invoke_agent writer", "OK", "ok"),
         (2, MODEL, "OK", "ok"),
         (2, "execute_tool lookup", "OK", "ok"),
@@ -193,7 +213,7 @@ async def test_agent_node_with_its_own_tool(recorder, caplog):
 
 async def test_fan_out_to_two_agent_nodes(recorder, caplog):
     """Both branches' model calls are in flight at once; each stays under its
-    agent. The join node, like a function node, gets no span."""
+    agent. The join node is a node span, as a function node is."""
     started = {"north": asyncio.Event(), "south": asyncio.Event()}
     both_started = asyncio.Event()
 
@@ -220,6 +240,8 @@ async def test_fan_out_to_two_agent_nodes(recorder, caplog):
     assert sorted(rows[1:]) == [
         (1, "invoke_agent north", "OK", "ok"),
         (1, "invoke_agent south", "OK", "ok"),
+        node_row("merge"),
+        node_row("prepare"),
         (2, MODEL, "OK", "ok"),
         (2, MODEL, "OK", "ok"),
     ]
