@@ -101,7 +101,7 @@ class RunRoot(NonRecordingSpan):
 class NodeScope:
     """What a run's node spans need from the plugin that traces the run."""
 
-    __slots__ = ("__weakref__", "classify", "entry", "kinds", "ledger", "path")
+    __slots__ = ("__weakref__", "classify", "entry", "kinds", "ledger", "open_paths", "path")
 
     def __init__(
         self,
@@ -120,6 +120,18 @@ class NodeScope:
         self.kinds = kinds
         self.classify = classify
         """An exception -> its failure attributes (category, retryable)."""
+        self.open_paths: dict[str, NodeSpan] = {}
+        """Node path -> its open span: where an event's route is written."""
+
+    def route(self, path: str, route: object) -> bool:
+        """The route a node's output event chose, on that node's span (while
+        it is open: ADK emits the event before the node ends)."""
+        node = self.open_paths.get(path)
+        if node is None or node.entry.ended:
+            return False
+        value: AttributeValue = [str(r) for r in route] if isinstance(route, list) else str(route)
+        self.ledger.annotate(node.entry, sc.ADK_NODE_ROUTE, value)
+        return True
 
     def names_root(self, workflow: str) -> None:
         """The run's root turned out to be the workflow ``workflow``: its
@@ -295,6 +307,8 @@ class NodeSpan(Span):
 
     def _end(self) -> None:
         entry, ledger = self.entry, self.scope.ledger
+        if self.scope.open_paths.get(self.path) is self:
+            del self.scope.open_paths[self.path]
         if self.tool_key is not None:
             ledger.unalias(self.tool_key, entry)
         if entry.ended:
@@ -453,6 +467,7 @@ class NodeTracer(trace.Tracer):
         key = ("node", next(self._keys))
         entry = scope.ledger.start(key, name, parent=parent_entry, attributes=start)
         node = above.latest[node_name] = NodeSpan(scope, entry, node_name, path, attempt)
+        scope.open_paths[path] = node
         return node
 
 

@@ -258,16 +258,14 @@ class AdkOtelPlugin(BasePlugin):
         def classify(error: BaseException) -> Mapping[str, AttributeValue]:
             return outcomes.classified(error, sc.SpanKind.NODE, run, classifier).attributes
 
-        nodes.claim_root(
-            adk_run_span,
-            nodes.NodeScope(
-                self._ledger,
-                run.entry,
-                path=nodes.root_path(adk_run_span, self._runs.workflows.get(app)),
-                kinds=self._runs.kinds.get(app) or {},
-                classify=classify,
-            ),
+        run.nodes = nodes.NodeScope(
+            self._ledger,
+            run.entry,
+            path=nodes.root_path(adk_run_span, self._runs.workflows.get(app)),
+            kinds=self._runs.kinds.get(app) or {},
+            classify=classify,
         )
+        nodes.claim_root(adk_run_span, run.nodes)
 
     async def after_run_callback(self, *, invocation_context: Any) -> None:
         try:
@@ -537,6 +535,12 @@ class AdkOtelPlugin(BasePlugin):
             failed = False
         if failed:
             self._event_error(invocation_context, event)
+        try:
+            route = event.actions.route
+        except AttributeError:
+            route = None
+        if route is not None:
+            self._node_route(invocation_context, event, route)
         ledger = self._ledger_instance
         if ledger is not None and ledger.concluded and not outcomes.settle_on(ledger, event):
             self._guard.failures += 1
@@ -549,6 +553,15 @@ class AdkOtelPlugin(BasePlugin):
             devui.on_event(event)
         except Exception:
             self._guard.failed("_dev_ui_event")
+
+    def _node_route(self, invocation_context: Any, event: Any, route: object) -> None:
+        try:
+            run = self._runs.by_context.get(id(invocation_context))
+            node_info = event.node_info
+            if run is not None and run.nodes is not None and node_info is not None:
+                run.nodes.route(node_info.path, route)
+        except Exception:
+            self._guard.failed("_node_route")
 
     def _event_error(self, invocation_context: Any, event: Any) -> None:
         try:

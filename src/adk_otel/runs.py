@@ -24,6 +24,7 @@ from .aborts import abort_reason
 from .failures import Failure
 from .ledger import Entry
 from .metrics import TelemetryLedger
+from .nodes import NodeScope
 from .propagation import run_parent
 from .runner import CURRENT_WATCH, RunWatch
 from .semconv import Outcome
@@ -47,6 +48,11 @@ class Run:
     category of the layer it came from (a tool's exception stays ``tool_exception``)."""
     transfers: dict[str, list[Entry]] | None = None
     """Target agent name -> agents that called ``transfer_to_agent`` for it."""
+    nodes: NodeScope | None = None
+    """Its workflow nodes' bookkeeping, when ADK's node tracing reaches adk-otel."""
+    waiting: tuple[str, ...] = ()
+    """Interrupt ids (a request for human input, a long-running tool's call)
+    the run emitted and has not had answered: a run ending so is paused."""
 
     @property
     def closing_early(self) -> bool:

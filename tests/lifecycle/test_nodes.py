@@ -33,6 +33,7 @@ from adk_otel.semconv import (
     ADK_NODE_KIND,
     ADK_NODE_NAME,
     ADK_NODE_PATH,
+    ADK_NODE_ROUTE,
     ADK_SCOPE,
     ERROR_TYPE,
     INSTRUMENTATION_SCOPE,
@@ -402,3 +403,25 @@ async def test_adk_otel_shows_every_unit_adks_own_telemetry_shows(recorder, capl
         assert theirs and not missing, (
             f"adk-otel lacks {dict(missing)}\nADK: {dict(theirs)}\nadk-otel: {dict(ours)}"
         )
+
+
+async def test_the_route_a_node_chose_is_on_its_span(recorder, caplog):
+    def classify(ctx: Context) -> str:
+        ctx.route = "refund"
+        return "classified"
+
+    def refund() -> str:
+        return "refunded"
+
+    def ship() -> str:
+        return "shipped"
+
+    flow = Workflow(name="flow", edges=[("START", classify, {"refund": refund, "ship": ship})])
+    result = await drive(instrumented(flow))
+
+    assert result.error is None
+    assert_clean(recorder, caplog.records)
+    assert node(recorder, "classify").attributes[ADK_NODE_ROUTE] == "refund"
+    assert node(recorder, "refund").attributes[ADK_NODE_PATH] == "flow@1/refund@1"
+    assert not [s for s in recorder.spans if s.attributes.get(ADK_NODE_NAME) == "ship"]
+    assert ADK_NODE_ROUTE not in node(recorder, "refund").attributes
