@@ -29,7 +29,7 @@ import logging
 import threading
 import time
 import weakref
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -189,6 +189,7 @@ class Ledger:
         kind: trace.SpanKind = trace.SpanKind.INTERNAL,
         attributes: Mapping[str, AttributeValue] | None = None,
         anchor: Any = None,
+        links: Sequence[trace.Link] | None = None,
     ) -> Entry:
         """Open a span under ``parent`` (else ``parent_context``, else the
         current context) and file it under ``key``."""
@@ -203,7 +204,7 @@ class Ledger:
             # _context when made already: no property call (this runs for every span).
             ctx = (parent._context or parent.context) if parent is not None else parent_context
             span = self.tracer.start_span(
-                sanitize.clean(name), context=ctx, kind=kind, attributes=attributes
+                sanitize.clean(name), context=ctx, kind=kind, attributes=attributes, links=links
             )
             entry = Entry(span, key, parent, anchor, span.is_recording())
         with self._lock:

@@ -272,7 +272,13 @@ class AdkOtelPlugin(BasePlugin):
             run = self._runs.by_context.get(id(invocation_context))
             if run is not None:
                 outcome, reason = outcomes.of_run(self._ledger, run, invocation_context)
-                self._close_run(run, outcome, reason, None)
+                if outcome is Outcome.OK and run.waiting:
+                    # Stopped to wait for input: the run that resumes it links here.
+                    self._runs.paused(run)
+                    extra = {sc.ADK_INTERRUPT_IDS: list(run.waiting)}
+                    self._close_run(run, Outcome.PAUSED, None, None, extra)
+                else:
+                    self._close_run(run, outcome, reason, None)
         except Exception:
             self._guard.failed("after_run_callback")
 
@@ -536,11 +542,13 @@ class AdkOtelPlugin(BasePlugin):
         if failed:
             self._event_error(invocation_context, event)
         try:
-            route = event.actions.route
+            route, waiting = event.actions.route, event.long_running_tool_ids
         except AttributeError:
-            route = None
+            route = waiting = None
         if route is not None:
             self._node_route(invocation_context, event, route)
+        if waiting:
+            self._interrupted(invocation_context, waiting)
         ledger = self._ledger_instance
         if ledger is not None and ledger.concluded and not outcomes.settle_on(ledger, event):
             self._guard.failures += 1
@@ -553,6 +561,14 @@ class AdkOtelPlugin(BasePlugin):
             devui.on_event(event)
         except Exception:
             self._guard.failed("_dev_ui_event")
+
+    def _interrupted(self, invocation_context: Any, waiting: Any) -> None:
+        try:
+            run = self._runs.by_context.get(id(invocation_context))
+            if run is not None:
+                run.waiting = (*run.waiting, *sorted(str(i) for i in waiting))
+        except Exception:
+            self._guard.failed("_interrupted")
 
     def _node_route(self, invocation_context: Any, event: Any, route: object) -> None:
         try:

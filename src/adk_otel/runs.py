@@ -10,6 +10,7 @@ run also watches its task and registers with the wrapper (``runner.py``).
 from __future__ import annotations
 
 import asyncio
+import collections
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 
 from . import attributes as attrs
+from . import semconv as sc
 from . import user_id as user_ids
 from .aborts import abort_reason
 from .failures import Failure
@@ -65,6 +67,9 @@ class Run:
         return stack[-1] if stack else None
 
 
+_RESUMABLE = 1024
+"""Paused runs remembered per plugin for the run that resumes them."""
+
 Close = Callable[[Run, Outcome, str | None, BaseException | None], None]
 """Ends a run with an outcome, a close reason and the error, if any."""
 
@@ -82,6 +87,9 @@ class Runs:
         self.workflows: dict[str, str] = {}
         """App name -> its root ``Workflow``'s name, for apps ``instrument()``
         saw with one (ADK 2.5 through 2.13 give a Workflow run no agent to read)."""
+        self.resumable: collections.OrderedDict[str, trace.SpanContext] = collections.OrderedDict()
+        """Invocation id -> the span of its latest paused run (the newest
+        ``_RESUMABLE`` kept), which the run resuming it links to."""
         self.kinds: dict[str, dict[str, str]] = {}
         """App name -> its root workflow's node names -> kinds (nodes.node_kinds)."""
 
@@ -96,6 +104,17 @@ class Runs:
             else:
                 self.workflows.pop(app_name, None)
                 self.kinds.pop(app_name, None)
+
+    def paused(self, run: Run) -> None:
+        """``run`` stopped to wait for input: a run resuming its invocation links to it."""
+        context = run.entry.span.get_span_context()
+        if not context.is_valid:
+            return
+        resumable = self.resumable
+        resumable[run.invocation_id] = context
+        resumable.move_to_end(run.invocation_id)
+        while len(resumable) > _RESUMABLE:
+            resumable.popitem(last=False)
 
     def latest(self, invocation_id: str | None) -> Run | None:
         runs = self.by_invocation.get(invocation_id or "")
@@ -127,6 +146,8 @@ class Runs:
             # ADK's own run span names the root workflow (nodes.RunRoot).
             workflow = getattr(adk_run_span, "workflow", None)
         attributes = attrs.invocation(invocation_context, workflow)
+        paused = self.resumable.pop(getattr(invocation_context, "invocation_id", ""), None)
+        links = [trace.Link(paused, {sc.ADK_LINK: "resumes"})] if paused is not None else None
         user_ids.put(attributes, getattr(invocation_context, "user_id", None), user_id_mode)
         entry = ledger.start(
             ("run", id(invocation_context)),
@@ -135,6 +156,7 @@ class Runs:
             kind=trace.SpanKind.SERVER if continued else trace.SpanKind.INTERNAL,
             attributes=attributes,
             anchor=invocation_context,
+            links=links,
         )
         run = Run(  # positional: see ledger.Entry
             entry,

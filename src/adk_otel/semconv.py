@@ -32,6 +32,10 @@ ADK_NODE_PATH = "adk.node.path"
 each step a node name and its run number under its parent."""
 ADK_NODE_KIND = "adk.node.kind"
 """function, join, workflow, tool, agent, parallel_worker; ``node`` when unknown."""
+ADK_INTERRUPT_IDS = "adk.interrupt.ids"
+ADK_LINK = "adk.link"
+"""On a span link: why the spans are linked (``resumes``: the run resuming a paused one)."""
+"""The interrupts (function call ids) a paused run waits on."""
 ADK_NODE_ROUTE = "adk.node.route"
 """The route a node chose for its outgoing edges (a conditional edge's key)."""
 ADK_NODE_ATTEMPT = "adk.node.attempt"
@@ -206,11 +210,15 @@ class SpanKind(StrEnum):
 class Outcome(StrEnum):
     """How an operation ended (the value of ``adk.outcome``).
 
-    ``cancelled`` and ``incomplete`` leave the span status UNSET: they are
-    outcomes, not errors.
+    ``cancelled``, ``incomplete`` and ``paused`` leave the span status UNSET:
+    they are outcomes, not errors.
     """
 
     OK = "ok"
     ERROR = "error"
     CANCELLED = "cancelled"
     INCOMPLETE = "incomplete"
+    PAUSED = "paused"
+    """A run that stopped to wait for input: a request for human input, a
+    long-running tool's result (``adk.interrupt.ids``). The run that resumes
+    it links to it."""

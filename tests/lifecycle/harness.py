@@ -37,6 +37,7 @@ _STATUS_FOR_OUTCOME = {
     Outcome.ERROR.value: StatusCode.ERROR,
     Outcome.CANCELLED.value: StatusCode.UNSET,
     Outcome.INCOMPLETE.value: StatusCode.UNSET,
+    Outcome.PAUSED.value: StatusCode.UNSET,
 }
 _BAD_LOGS = ("Failed to detach context", "Calling end() on an ended span")
 

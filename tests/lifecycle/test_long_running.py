@@ -79,7 +79,7 @@ async def test_pause_then_resume_with_the_same_invocation_id(recorder, caplog):
     function_call = paused_call(first)
     assert_clean(recorder, caplog.records)
     assert shape(recorder) == [
-        (0, INV, "OK", "ok"),
+        (0, INV, "UNSET", "paused"),
         (1, "invoke_agent clerk", "OK", "ok"),
         (2, MODEL, "OK", "ok"),
         (2, "execute_tool approve", "OK", "ok"),
@@ -89,6 +89,8 @@ async def test_pause_then_resume_with_the_same_invocation_id(recorder, caplog):
     assert tool.attributes["gen_ai.tool.call.id"] == function_call.id
     paused_run = recorder.one(INV)
     invocation_id = paused_run.attributes["adk.invocation.id"]
+    # Stopped to wait for the tool's result: paused on that call, not an error.
+    assert paused_run.attributes["adk.interrupt.ids"] == (function_call.id,)
 
     second = await drive(
         runner,
@@ -107,6 +109,11 @@ async def test_pause_then_resume_with_the_same_invocation_id(recorder, caplog):
     assert resumed.attributes["gen_ai.conversation.id"] == first.session_id
     # Each run is its own complete trace; the resume adds no tool call.
     assert resumed.context.trace_id != paused.context.trace_id
+    # ... linked: the resumed run points at the run it resumes.
+    (link,) = resumed.links
+    assert link.context.span_id == paused.context.span_id
+    assert link.context.trace_id == paused.context.trace_id
+    assert link.attributes["adk.link"] == "resumes"
     assert [s.name for s in spans_of(recorder, paused.context.trace_id)] == [
         MODEL,
         "execute_tool approve",
@@ -124,7 +131,7 @@ async def test_pause_then_resume_with_the_same_invocation_id(recorder, caplog):
             assert span.attributes["adk.invocation.id"] == invocation_id, span.name
 
 
-async def test_resume_that_fails_leaves_the_paused_run_ok(recorder, caplog):
+async def test_resume_that_fails_leaves_the_paused_run_paused(recorder, caplog):
     boom = RuntimeError("model down on resume")
     runner = resumable_runner(call("approve", {"amount": 5}), fail(boom))
 
@@ -140,7 +147,7 @@ async def test_resume_that_fails_leaves_the_paused_run_ok(recorder, caplog):
     assert second.error is boom
     assert_clean(recorder, caplog.records)
     assert shape(recorder) == [
-        (0, INV, "OK", "ok"),
+        (0, INV, "UNSET", "paused"),
         (1, "invoke_agent clerk", "OK", "ok"),
         (2, MODEL, "OK", "ok"),
         (2, "execute_tool approve", "OK", "ok"),
@@ -169,7 +176,7 @@ async def test_answer_in_a_non_resumable_app(recorder, caplog):
     assert second.error is None
     assert_clean(recorder, caplog.records)
     assert shape(recorder) == [
-        (0, INV, "OK", "ok"),
+        (0, INV, "UNSET", "paused"),
         (1, "invoke_agent clerk", "OK", "ok"),
         (2, MODEL, "OK", "ok"),
         (2, "execute_tool approve", "OK", "ok"),
@@ -195,7 +202,7 @@ async def test_long_running_tool_with_an_interim_answer(recorder, caplog):
     assert result.error is None
     assert_clean(recorder, caplog.records)
     assert shape(recorder) == [
-        (0, INV, "OK", "ok"),
+        (0, INV, "UNSET", "paused"),
         (1, "invoke_agent clerk", "OK", "ok"),
         (2, MODEL, "OK", "ok"),
         (2, "execute_tool approve_with_ticket", "OK", "ok"),

@@ -425,3 +425,47 @@ async def test_the_route_a_node_chose_is_on_its_span(recorder, caplog):
     assert node(recorder, "refund").attributes[ADK_NODE_PATH] == "flow@1/refund@1"
     assert not [s for s in recorder.spans if s.attributes.get(ADK_NODE_NAME) == "ship"]
     assert ADK_NODE_ROUTE not in node(recorder, "refund").attributes
+
+
+async def test_a_run_waiting_for_human_input_is_paused_and_its_resume_links_to_it(recorder, caplog):
+    from google.adk.events.request_input import RequestInput
+    from google.genai import types
+
+    async def ask(node_input: Any) -> Any:
+        yield RequestInput(message="Approve the refund?", interrupt_id="approval-1")
+
+    def refund(node_input: Any) -> str:
+        return f"refund {node_input}"
+
+    runner = instrumented(Workflow(name="flow", edges=[("START", ask, refund)]))
+    first = await drive(runner, "refund me")
+    assert first.error is None
+    paused = recorder.one(INV)
+    assert paused.attributes["adk.outcome"] == "paused"
+    assert paused.status.status_code is StatusCode.UNSET
+    assert paused.attributes["adk.interrupt.ids"] == ("approval-1",)
+    assert node(recorder, "ask").status.status_code is StatusCode.OK
+
+    answer = types.Content(
+        role="user",
+        parts=[
+            types.Part(
+                function_response=types.FunctionResponse(
+                    id="approval-1", name="adk_request_input", response={"result": "yes"}
+                )
+            )
+        ],
+    )
+    second = await drive(runner, session_id=first.session_id, new_message=answer)
+
+    assert second.error is None
+    assert_clean(recorder, caplog.records)
+    resumed = next(s for s in recorder.named(INV) if s is not paused)
+    assert resumed.attributes["adk.outcome"] == "ok"
+    assert resumed.attributes["adk.invocation.id"] == paused.attributes["adk.invocation.id"]
+    (link,) = resumed.links
+    assert (link.context.trace_id, link.context.span_id) == (
+        paused.context.trace_id,
+        paused.context.span_id,
+    )
+    assert recorder.parent_of(node(recorder, "refund")) is resumed
