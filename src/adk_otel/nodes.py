@@ -463,7 +463,12 @@ class NodeTracer(trace.Tracer):
         if workflow:
             start[sc.GEN_AI_WORKFLOW_NAME] = node_name
             start[_NESTED] = True
-        parent_entry = above.entry if type(above) is NodeSpan else scope.entry
+        parent_entry = above.entry if isinstance(above, NodeSpan) else scope.entry
+        placed = parent_entry.opened_with
+        if placed:
+            for inherited in (sc.ADK_LOOP_ITERATION, sc.ADK_PARALLEL_BRANCH):
+                if inherited in placed:
+                    start[inherited] = placed[inherited]
         key = ("node", next(self._keys))
         entry = scope.ledger.start(key, name, parent=parent_entry, attributes=start)
         node = above.latest[node_name] = NodeSpan(scope, entry, node_name, path, attempt)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import functools
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -52,6 +53,10 @@ class Run:
     """Target agent name -> agents that called ``transfer_to_agent`` for it."""
     nodes: NodeScope | None = None
     """Its workflow nodes' bookkeeping, when ADK's node tracing reaches adk-otel."""
+    iterations: weakref.WeakKeyDictionary[Entry, dict[str, int]] = field(
+        default_factory=weakref.WeakKeyDictionary
+    )
+    """A ``LoopAgent``'s span -> how many times each of its agents ran under it."""
     waiting: tuple[str, ...] = ()
     """Interrupt ids (a request for human input, a long-running tool's call)
     the run emitted and has not had answered: a run ending so is paused."""

@@ -50,23 +50,46 @@ def open_agent(
     if parent is not None and parent.children:
         # A sibling agent (a loop's previous iteration) whose callbacks are done.
         ledger.settle_children(parent)
+    if ledger.will_record(parent):
+        attributes = attrs.agent(agent, callback_context, getattr(ancestor, "name", None), latest)
+        if parent is not None and run is not None:
+            attributes = _placed(attributes, run, parent, agent, ancestor)
+    else:
+        attributes = attrs.AGENT_KIND_ONLY
     entry = ledger.start(
         key,
         f"invoke_agent {agent.name}",
         parent=parent,
         # A remote agent's span is the client side of a call to another service.
         kind=trace.SpanKind.CLIENT if attrs.is_remote_agent(agent) else trace.SpanKind.INTERNAL,
-        attributes=(
-            attrs.agent(agent, callback_context, getattr(ancestor, "name", None), latest)
-            if ledger.will_record(parent)
-            else attrs.AGENT_KIND_ONLY
-        ),
+        attributes=attributes,
     )
     # Current while the agent's own code runs (ADK runs this hook in the
     # agent's task and context), so library spans made in its body, such
     # as an A2A or HTTP client's, nest under it.
     ledger.attach(entry)
     return entry
+
+
+def _placed(
+    attributes: attrs.Attributes, run: Run, parent: Entry, agent: Any, ancestor: Any
+) -> attrs.Attributes:
+    """An agent's loop iteration and parallel branch: its own when its parent
+    agent is a ``LoopAgent`` (how many times it ran there, this time
+    included) or a ``ParallelAgent`` (its name), else its parent's."""
+    opened = parent.opened_with
+    place = {k: opened[k] for k in _PLACE if k in opened} if opened else {}
+    kind = type(ancestor).__name__ if ancestor is not None else ""
+    if kind == "LoopAgent":
+        counts = run.iterations.setdefault(parent, {})
+        iteration = counts[agent.name] = counts.get(agent.name, 0) + 1
+        place[sc.ADK_LOOP_ITERATION] = iteration
+    elif kind == "ParallelAgent":
+        place[sc.ADK_PARALLEL_BRANCH] = sanitize.clean(agent.name)
+    return {**attributes, **place} if place else attributes
+
+
+_PLACE = (sc.ADK_LOOP_ITERATION, sc.ADK_PARALLEL_BRANCH)
 
 
 def open_model(

@@ -165,3 +165,36 @@ async def test_tool_ends_the_invocation(recorder, caplog):
         (2, MODEL, "OK", "ok"),
         (2, "execute_tool stop_here", "OK", "ok"),
     ]
+
+
+async def test_loop_iterations_and_parallel_branches_are_on_the_agent_spans(recorder, caplog):
+    """Every agent span a LoopAgent runs carries its pass (from 1), every span
+    under a ParallelAgent its branch; spans below them inherit both."""
+
+    def talker(name: str, turns: int = 1) -> LlmAgent:
+        script = [reply(f"{name} {i}") for i in range(turns)]
+        return LlmAgent(name=name, model=ScriptedModel(script=script), instruction="Talk.")
+
+    loop = LoopAgent(
+        name="loop", max_iterations=2, sub_agents=[talker("draft", 2), talker("review", 2)]
+    )
+    fan = ParallelAgent(
+        name="fan",
+        sub_agents=[talker("north"), SequentialAgent(name="south", sub_agents=[talker("deep")])],
+    )
+    root = SequentialAgent(name="root", sub_agents=[loop, fan])
+    result = await drive(runner_for(root))
+
+    assert result.error is None
+    assert_clean(recorder, caplog.records)
+    for name in ("draft", "review"):
+        passes = sorted(
+            s.attributes["adk.loop.iteration"] for s in recorder.named(f"invoke_agent {name}")
+        )
+        assert passes == [1, 2], name
+    assert "adk.loop.iteration" not in recorder.one("invoke_agent loop").attributes
+    branches = {
+        name: recorder.one(f"invoke_agent {name}").attributes.get("adk.parallel.branch")
+        for name in ("north", "south", "deep", "fan")
+    }
+    assert branches == {"north": "north", "south": "south", "deep": "south", "fan": None}
