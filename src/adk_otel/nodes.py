@@ -395,7 +395,8 @@ class NodeTracer(trace.Tracer):
                 parent.get_span_context(), workflow if isinstance(workflow, str) else None
             )
             # Opened after before_run (ADK 2.5's root workflow): its run is known.
-            scope = root.scope = _scope_of(parent)
+            # (ADK's live runs open it under no span: the run current here then.)
+            scope = root.scope = _scope_of(parent) or _scope_of(trace.get_current_span())
             if scope is not None and root.workflow is not None:
                 scope.names_root(root.workflow)
             return root

@@ -54,6 +54,7 @@ from .hook_guard import HookGuard
 from .metrics import TelemetryLedger
 from .pipeline import TelemetrySettings
 from .redact import guarded
+from .runner import CURRENT_WATCH
 from .semconv import ADK_MODEL_CHUNKS, Outcome
 from .user_id import UserIdMode
 
@@ -231,7 +232,8 @@ class AdkOtelPlugin(BasePlugin):
             run = self._runs.open(
                 ledger, invocation_context, self._user_id, self._close_run, adk_run_span
             )
-            if type(adk_run_span) is nodes.RunRoot:
+            if type(adk_run_span) is nodes.RunRoot or run.live:
+                # (A live run opens its root workflow after this hook.)
                 self._claim_nodes(adk_run_span, run, invocation_context)
             if run.watch is not None:
                 # Under instrument() the run executes in a private context (see
@@ -249,7 +251,7 @@ class AdkOtelPlugin(BasePlugin):
             self._guard.failed("before_run_callback")
 
     def _claim_nodes(
-        self, adk_run_span: nodes.RunRoot, run: runs.Run, invocation_context: Any
+        self, adk_run_span: trace.Span, run: runs.Run, invocation_context: Any
     ) -> None:
         """The run's workflow nodes open under its invocation span (nodes.py)."""
         app = getattr(invocation_context, "app_name", None) or ""
@@ -333,6 +335,10 @@ class AdkOtelPlugin(BasePlugin):
                 run.agents.setdefault(agent.name, []).append(entry)
             else:
                 self._runs.orphans[(callback_context.invocation_id, agent.name)] = entry
+                watch = CURRENT_WATCH.get()
+                if watch is not None:
+                    # No run hooks (ADK 2.5's live workflow): the wrapped call's end ends it.
+                    watch.closers.append(functools.partial(self._end_orphan, entry))
             if self._capture is not None:
                 # The conventions' invoke_agent input: the message the run handles.
                 self._capture.put(
@@ -340,6 +346,12 @@ class AdkOtelPlugin(BasePlugin):
                 )
         except Exception:
             self._guard.failed("before_agent_callback")
+
+    def _end_orphan(
+        self, entry: Any, outcome: Outcome, reason: str, error: BaseException | None
+    ) -> None:
+        if not entry.ended:
+            self._ledger.end_entry(entry, outcome, error, reason)
 
     async def after_agent_callback(self, *, agent: Any, callback_context: Any) -> None:
         try:
@@ -387,9 +399,20 @@ class AdkOtelPlugin(BasePlugin):
             run = self._runs.latest(callback_context.invocation_id)
             # No agent span for the caller (a workflow node): the run is its parent.
             parent = (
-                (run.innermost_agent(callback_context.agent_name) or run.entry) if run else None
+                (run.innermost_agent(callback_context.agent_name) or run.entry)
+                if run
+                else self._runs.orphans.get(
+                    (callback_context.invocation_id, callback_context.agent_name)
+                )
             )
-            if run is not None and run.live and parent is not None:
+            if (
+                run is not None
+                and run.live
+                and parent is not None
+                and sc.GEN_AI_WORKFLOW_NAME not in (run.entry.opened_with or ())
+            ):
+                # A live session's per-content call (never an after_model). A
+                # workflow's agent nodes call their model as usual, live or not.
                 spans.live_model_request(parent, llm_request)
                 return
             entry = spans.open_model(

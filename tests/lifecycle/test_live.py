@@ -214,3 +214,36 @@ async def test_request_queue_closed_ends_the_run(recorder, caplog):
         (1, "invoke_agent voice", "OK", "ok"),
     ]
     assert live_requests(recorder) == ["scripted-model"]
+
+
+async def test_a_workflow_root_in_live_mode_traces_its_agent_nodes_model_calls(recorder, caplog):
+    """ADK runs a Workflow root's agent nodes as ordinary model calls under
+    run_live: each is a model span with its usage, as outside live mode."""
+    from google.adk.workflow import Workflow
+
+    def prepare() -> str:
+        return "ready"
+
+    agent = LlmAgent(name="voice", model=ScriptedModel(script=[reply("hi there")]))
+    runner = runner_for(Workflow(name="flow", edges=[("START", prepare, agent)]))
+    stream, queue = await start_live(runner)
+
+    events = await read_until(stream, has_text)
+    queue.close()
+    await stream.aclose()
+
+    assert events[-1].content.parts[0].text == "hi there"
+    assert_clean(recorder, caplog.records)
+    model = recorder.one(MODEL)
+    assert model.attributes["adk.outcome"] == "ok"
+    assert model.attributes["gen_ai.usage.output_tokens"] > 0
+    assert recorder.parent_of(model) is recorder.one("invoke_agent voice")
+    assert live_requests(recorder) == []
+    if SCREENS_CONTENT:
+        assert recorder.one(INV).attributes["adk.model_call.count"] == 1
+    else:
+        # ADK 2.5 runs a live Workflow root without run hooks: no invocation
+        # span; the agent span, ended as the consumer closed, is the top.
+        assert recorder.one("invoke_agent voice").attributes[ADK_CLOSE_REASON] == (
+            "consumer_closed"
+        )
