@@ -57,6 +57,13 @@ from .ledger import Entry, Ledger
 from .semconv import Outcome
 
 OP_INVOKE_NODE = "invoke_node"
+UNROUTED = (
+    "adk-otel: this workflow's nodes get no spans: ADK took its tracer from a tracer "
+    "provider before adk-otel could route it. Make the provider adk-otel's: let adk-otel "
+    "build it (no provider installed before the first run), build "
+    "adk_otel.AdkOtelTracerProvider yourself, or set OTEL_PYTHON_TRACER_PROVIDER=adk_otel "
+    "(adk web, adk api_server)"
+)
 _NESTED = "gen_ai.workflow.nested"
 _CANCELS = (asyncio.CancelledError, GeneratorExit, KeyboardInterrupt)
 _KINDS_BY_CLASS = {

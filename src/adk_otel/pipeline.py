@@ -79,6 +79,8 @@ def resolve_tracer(settings: TelemetrySettings) -> trace.Tracer:
     keep = keep_adk_spans(settings.keep_adk_spans)
     if isinstance(provider, AdkOtelTracerProvider):
         provider.keep_adk_spans(keep)
+    elif isinstance(provider, TracerProvider):
+        route_adk_scope(provider, route=not keep)
     if not keep:
         suppress_adk_spans(provider)
     elif adk_scope.switch_on(
@@ -173,6 +175,58 @@ class AdkOtelTracerProvider(TracerProvider):
         if self._adk_node_tracer is None:
             self._adk_node_tracer = NodeTracer(tracer, native=self._keep_adk_spans)
         return self._adk_node_tracer
+
+
+class _RoutedTracers(dict[Any, Any]):
+    """An SDK provider's tracer cache that answers ADK's scope with adk-otel's
+    :class:`NodeTracer` (see :func:`route_adk_scope`)."""
+
+    def __init__(self, tracers: dict[Any, Any], node_tracer: NodeTracer) -> None:
+        super().__init__(tracers)
+        self.node_tracer = node_tracer
+        self.routing = True
+
+    def __contains__(self, scope: object) -> bool:
+        if self.routing and getattr(scope, "name", None) == ADK_SCOPE:
+            return True
+        return super().__contains__(scope)
+
+    def __getitem__(self, scope: Any) -> Any:
+        if self.routing and getattr(scope, "name", None) == ADK_SCOPE:
+            return self.node_tracer
+        return super().__getitem__(scope)
+
+
+def route_adk_scope(provider: TracerProvider, *, route: bool) -> bool:
+    """Give ADK's scope adk-otel's :class:`NodeTracer` on an SDK provider
+    adk-otel did not build (ADK's servers build their own; so may the
+    application), as :class:`AdkOtelTracerProvider` does on its own: workflow
+    nodes then get spans in adk-otel's tree. The SDK has no public way to
+    choose the tracer of one scope, so its tracer cache is given one that
+    answers that scope (as ``adopt.py`` edits ADK's server provider's
+    processors). A tracer ADK obtained before this ran stays as it was (node
+    spans are then missing, and the plugin says so once). ``route=False``
+    (ADK's own spans kept) hands ADK the SDK's tracer again. Never raises;
+    False when the provider's cache is not the SDK's usual dict."""
+    try:
+        with provider._tracers_lock:
+            tracers = provider._tracers
+            if isinstance(tracers, _RoutedTracers):
+                tracers.routing = route
+                # A NodeTracer ADK already holds passes its calls on to the SDK's.
+                tracers.node_tracer.native = not route
+                return True
+            if not route:
+                return False
+            if type(tracers) is not dict:
+                return False
+        sdk_tracer = provider.get_tracer(ADK_SCOPE)
+        with provider._tracers_lock:
+            provider._tracers = _RoutedTracers(provider._tracers, NodeTracer(sdk_tracer))
+        return True
+    except Exception:
+        logger.debug("adk-otel: routing ADK's scope failed", exc_info=True)
+        return False
 
 
 def provider_from_env() -> AdkOtelTracerProvider:

@@ -94,6 +94,7 @@ class AdkOtelPlugin(BasePlugin):
         self._result_failures = failures.result_failures_enabled(result_failures)
         self._guard = HookGuard()
         self._looked_around = False
+        self._told_no_nodes = False
         self._settings = options.telemetry(
             TelemetrySettings(),
             tracer_provider,
@@ -235,6 +236,9 @@ class AdkOtelPlugin(BasePlugin):
             if type(adk_run_span) is nodes.RunRoot or run.live:
                 # (A live run opens its root workflow after this hook.)
                 self._claim_nodes(adk_run_span, run, invocation_context)
+            elif not self._told_no_nodes and getattr(invocation_context, "agent", 1) is None:
+                self._told_no_nodes = True  # a Workflow root, and ADK's tracer is not ours
+                logger.warning(nodes.UNROUTED)
             if run.watch is not None:
                 # Under instrument() the run executes in a private context (see
                 # runner.py), so the invocation span can be current for the run's
