@@ -266,7 +266,10 @@ async def test_a_node_timeout_is_an_error_on_that_node(recorder, caplog):
     assert result.error is not None
     assert_clean(recorder, caplog.records)
     timed_out = node(recorder, "stuck")
-    assert timed_out.attributes["adk.outcome"] in ("error", "cancelled"), render(recorder.ended)
+    assert timed_out.attributes["adk.outcome"] == "error"
+    assert timed_out.attributes[ERROR_TYPE].endswith("NodeTimeoutError")
+    assert timed_out.attributes[ADK_ERROR_CATEGORY] == "timeout"
+    assert timed_out.attributes["adk.error.retryable"] is True
     assert recorder.one(INV).status.status_code is StatusCode.ERROR
 
 
