@@ -229,6 +229,21 @@ def route_adk_scope(provider: TracerProvider, *, route: bool) -> bool:
         return False
 
 
+def route_global_adk_scope() -> None:
+    """ADK's node tracing takes its tracer from the *global* provider, even when
+    adk-otel's spans go to a provider handed in (a test's capture): make the
+    global one answer ADK's scope. With none installed, an
+    :class:`AdkOtelTracerProvider` with no processor is installed: it exports
+    nothing, and the node spans it routes are made on the handed-in provider."""
+    with _build_lock:
+        current = trace.get_tracer_provider()
+        if isinstance(current, trace.ProxyTracerProvider):
+            trace.set_tracer_provider(AdkOtelTracerProvider())
+            return
+    if isinstance(current, TracerProvider) and not isinstance(current, AdkOtelTracerProvider):
+        route_adk_scope(current, route=True)
+
+
 def provider_from_env() -> AdkOtelTracerProvider:
     """The provider the OpenTelemetry API builds for
     ``OTEL_PYTHON_TRACER_PROVIDER=adk_otel`` (an ``opentelemetry_tracer_provider``

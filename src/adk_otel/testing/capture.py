@@ -20,7 +20,7 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerPro
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from ..pipeline import suppress_adk_spans
+from ..pipeline import route_global_adk_scope, suppress_adk_spans
 from ..traces.expect import assert_tree
 from ..traces.model import SpanRecord
 from ..traces.query import SpanQuery
@@ -90,6 +90,9 @@ class TraceCapture:
     def instrument(self, target: Target, **options: Any) -> Target:
         """``adk_otel.instrument(target)`` with spans going to this capture."""
         from adk_otel import instrument
+
+        # ADK's workflow node spans need the global provider to route ADK's scope.
+        route_global_adk_scope()
 
         return instrument(target, tracer_provider=self.tracer_provider, **options)
 

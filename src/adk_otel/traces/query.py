@@ -153,6 +153,39 @@ class SpanQuery:
         """Tool-call spans, of the tool ``name`` if given."""
         return self._layer(sc.SpanKind.TOOL, sc.GEN_AI_TOOL_NAME, name)
 
+    def node(self, name: str | re.Pattern[str] | None = None) -> SpanQuery:
+        """Workflow node-run spans (a tool node's span, which is its tool
+        call's, included), of the node ``name`` if given."""
+        query = self._with("node", lambda record, _f: sc.ADK_NODE_NAME in record.attributes)
+        if name is None:
+            return query
+        return query._with(
+            f"node {name!r}",
+            lambda record, _f: value_matches(name, record.attributes.get(sc.ADK_NODE_NAME)),
+        )
+
+    def attempt(self, number: int) -> SpanQuery:
+        """Node spans of attempt ``number`` (1: the first; 2: the first retry)."""
+        return self._numbered(sc.ADK_NODE_ATTEMPT, number, "attempt")
+
+    def iteration(self, number: int) -> SpanQuery:
+        """Spans of a ``LoopAgent``'s pass ``number`` (from 1)."""
+        return self._numbered(sc.ADK_LOOP_ITERATION, number, "iteration")
+
+    def branch(self, name: str | re.Pattern[str]) -> SpanQuery:
+        """Spans of a ``ParallelAgent``'s branch ``name``."""
+        return self._with(
+            f"branch {name!r}",
+            lambda record, _f: value_matches(name, record.attributes.get(sc.ADK_PARALLEL_BRANCH)),
+        )
+
+    def _numbered(self, key: str, number: int, what: str) -> SpanQuery:
+        if isinstance(number, bool) or not isinstance(number, int) or number < 1:
+            raise SpecError(f"{what} must be a whole number from 1; got {number!r}")
+        return self._with(
+            f"{what} {number}", lambda record, _f: record.attributes.get(key) == number
+        )
+
     def status(self, code: Any) -> SpanQuery:
         """Status ``OK``, ``ERROR`` or ``UNSET`` (a ``StatusCode`` works too)."""
         value = choose(code, STATUS_CODES, "status", upper=True)
