@@ -7,12 +7,12 @@ from typing import Any, TypeVar
 
 from opentelemetry import trace
 
-from . import coexistence
-from . import runner as runner_wrapper
-from .content import Redactor
-from .failures import ErrorClassifier
+from .integrations import coexistence
+from .lifecycle import runner as runner_wrapper
 from .plugin import AdkOtelPlugin
-from .redact import guarded
+from .reading.content import Redactor
+from .reading.failures import ErrorClassifier
+from .util.redact import guarded
 
 logger: logging.Logger = guarded(logging.getLogger(__name__))
 

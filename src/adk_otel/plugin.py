@@ -2,12 +2,13 @@
 
 Each hook is a few lines: find the run, open, conclude or settle a span.
 Hooks never raise into ADK (a failure is counted, logged once per hook and
-swallowed, see hook_guard.py) and always return ``None``, so the plugin can
-never short-circuit or alter an agent run. What the hooks call has a module each:
-runs.py (the runs in flight), spans.py (how a span opens), outcomes.py (how
-it ends), capture.py (content capture), remote.py (A2A remote agents),
-transfers.py (``transfer_to_agent``), options.py (the options resolved) and
-closing.py (``close()`` and interpreter exit).
+swallowed, see lifecycle/hook_guard.py) and always return ``None``, so the plugin can
+never short-circuit or alter an agent run. What the hooks call lives in
+lifecycle/, a module each: runs.py (the runs in flight), opening.py (how a
+span opens), outcomes.py (how it ends), capture.py (content capture),
+remote.py (A2A remote agents), transfers.py (``transfer_to_agent``),
+options.py (the options resolved) and teardown.py (``close()`` and
+interpreter exit).
 
 Pairing a "before" with its terminal hook (see the project's lifecycle notes):
 a run by its ``InvocationContext`` object, an agent run by agent name within
@@ -29,33 +30,23 @@ from google.adk.plugins.base_plugin import BasePlugin
 from opentelemetry import trace
 from opentelemetry.util.types import AttributeValue
 
-from . import attributes as attrs
-from . import (
-    capture,
-    closing,
-    coexistence,
-    failures,
-    nodes,
-    options,
-    outcomes,
-    remote,
-    runs,
-    sanitize,
-    shutdown,
-    spans,
-    transfers,
-)
 from . import semconv as sc
-from .aborts import abort_reason
-from .content import ContentCapture, ContentSettings, Redactor
-from .devui import DevUi
-from .failures import ErrorClassifier
-from .hook_guard import HookGuard
-from .metrics import TelemetryLedger
-from .pipeline import TelemetrySettings
-from .redact import guarded
+from .integrations import coexistence
+from .integrations.devui import DevUi
+from .ledger.telemetry import TelemetryLedger
+from .lifecycle import capture, nodes, opening, options, outcomes, remote, runs, teardown, transfers
+from .lifecycle.aborts import abort_reason
+from .lifecycle.hook_guard import HookGuard
+from .pipeline import shutdown
+from .pipeline.provider import TelemetrySettings
+from .reading import attributes as attrs
+from .reading import failures
+from .reading.content import ContentCapture, ContentSettings, Redactor
+from .reading.failures import ErrorClassifier
+from .reading.user_id import UserIdMode
 from .semconv import ADK_MODEL_CHUNKS, Outcome
-from .user_id import UserIdMode
+from .util import sanitize
+from .util.redact import guarded
 
 logger: logging.Logger = guarded(logging.getLogger(__name__))
 
@@ -70,7 +61,7 @@ class AdkOtelPlugin(BasePlugin):
     """
 
     receives_a2a_responses = True
-    """Remote agents' responses reach :meth:`remote_response` (see a2a.py)."""
+    """Remote agents' responses reach :meth:`remote_response` (see integrations/a2a.py)."""
 
     def __init__(
         self,
@@ -111,10 +102,10 @@ class AdkOtelPlugin(BasePlugin):
         self._latest = False
         self._ledger_instance: TelemetryLedger | None = None
         self._devui: DevUi | None = None
-        """Set when ADK's dev server reads this plugin's spans (see devui.py)."""
+        """Set when ADK's dev server reads this plugin's spans (see integrations/devui.py)."""
         self._runs = runs.Runs()
         self._keys = itertools.count()
-        # Root agents whose remote agents already carry the trace (remote.py).
+        # Root agents whose remote agents already carry the trace (lifecycle/remote.py).
         self._propagating: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
         if self._settings.tracer_provider is not None or not isinstance(
             trace.get_tracer_provider(), trace.ProxyTracerProvider
@@ -178,7 +169,7 @@ class AdkOtelPlugin(BasePlugin):
         ledger = self._ledger_instance
         if ledger is None:
             ledger = self._resolve(None)
-            closing.end_at_exit(self)
+            teardown.end_at_exit(self)
             shutdown.announce(options.provider(self._settings))
         return ledger
 
@@ -235,7 +226,7 @@ class AdkOtelPlugin(BasePlugin):
                 self._claim_nodes(adk_run_span, run, invocation_context)
             if run.watch is not None:
                 # Under instrument() the run executes in a private context (see
-                # runner.py), so the invocation span can be current for the run's
+                # lifecycle/runner.py), so the invocation span can be current for the run's
                 # callbacks without ever being current in the caller's context.
                 ledger.attach(run.entry)
             root = getattr(invocation_context, "agent", None)
@@ -251,7 +242,7 @@ class AdkOtelPlugin(BasePlugin):
     def _claim_nodes(
         self, adk_run_span: nodes.RunRoot, run: runs.Run, invocation_context: Any
     ) -> None:
-        """The run's workflow nodes open under its invocation span (nodes.py)."""
+        """The run's workflow nodes open under its invocation span (lifecycle/nodes.py)."""
         app = getattr(invocation_context, "app_name", None) or ""
         classifier = self._classifier
 
@@ -328,7 +319,7 @@ class AdkOtelPlugin(BasePlugin):
             if run is not None and run.transfers:
                 transfers.end_transferred(ledger, run, agent.name)
             key = ("agent", next(self._keys))
-            entry = spans.open_agent(ledger, run, key, agent, callback_context, self._latest)
+            entry = opening.open_agent(ledger, run, key, agent, callback_context, self._latest)
             if run is not None:
                 run.agents.setdefault(agent.name, []).append(entry)
             else:
@@ -376,7 +367,7 @@ class AdkOtelPlugin(BasePlugin):
             self._guard.failed("on_agent_error_callback")
 
     def remote_response(self, invocation_context: Any, response: Any) -> None:
-        """A response a remote agent received (``a2a.py``): its task's id and
+        """A response a remote agent received (``integrations/a2a.py``): its task's id and
         state go on the agent's span; a failed task makes the span an error."""
         remote.record_response(self._runs, invocation_context, response)
 
@@ -390,9 +381,9 @@ class AdkOtelPlugin(BasePlugin):
                 (run.innermost_agent(callback_context.agent_name) or run.entry) if run else None
             )
             if run is not None and run.live and parent is not None:
-                spans.live_model_request(parent, llm_request)
+                opening.live_model_request(parent, llm_request)
                 return
-            entry = spans.open_model(
+            entry = opening.open_model(
                 self._ledger, parent, callback_context, llm_request, self._latest
             )
             if self._devui is not None:
@@ -467,12 +458,12 @@ class AdkOtelPlugin(BasePlugin):
             if node is not None:
                 # A workflow tool node: its node span is the tool call's, or
                 # (another node's tool) the tool call's parent.
-                entry = spans.tool_node(self._ledger, node, tool, tool_context)
+                entry = opening.tool_node(self._ledger, node, tool, tool_context)
             else:
                 parent = (
                     (run.innermost_agent(tool_context.agent_name) or run.entry) if run else None
                 )
-                entry = spans.open_tool(self._ledger, parent, tool, tool_context)
+                entry = opening.open_tool(self._ledger, parent, tool, tool_context)
             if self._capture is not None:
                 self._capture.put(entry, sc.GEN_AI_TOOL_CALL_ARGUMENTS, capture.same, tool_args)
         except Exception:
@@ -597,10 +588,10 @@ class AdkOtelPlugin(BasePlugin):
 
     async def close(self) -> None:
         """End anything still open, then flush the tracer provider, bounded, and
-        report (``shutdown.py``). ``Runner.close()`` calls this, and ADK's
+        report (``pipeline/shutdown.py``). ``Runner.close()`` calls this, and ADK's
         servers close every runner when the app shuts down: the last moment
         before a server process dies by SIGTERM, with no ``atexit``."""
-        await closing.close(self._ledger_instance, self._runs, self.end_open_spans, self._settings)
+        await teardown.close(self._ledger_instance, self._runs, self.end_open_spans, self._settings)
 
     def end_open_spans(self, reason: str = "plugin_closed") -> None:
         """End every span still open as ``incomplete`` (``adk.close_reason``
