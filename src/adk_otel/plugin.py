@@ -24,7 +24,7 @@ import itertools
 import logging
 import weakref
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Unpack
 
 from google.adk.plugins.base_plugin import BasePlugin
 from opentelemetry import trace
@@ -38,11 +38,9 @@ from .lifecycle import capture, nodes, opening, options, outcomes, remote, runs,
 from .lifecycle.aborts import abort_reason
 from .lifecycle.hook_guard import HookGuard
 from .pipeline import shutdown
-from .pipeline.provider import TelemetrySettings
 from .reading import attributes as attrs
 from .reading import failures
-from .reading.content import ContentCapture, ContentSettings, Redactor
-from .reading.failures import ErrorClassifier
+from .reading.content import ContentCapture
 from .reading.user_id import UserIdMode
 from .semconv import ADK_MODEL_CHUNKS, Outcome
 from .util import sanitize
@@ -63,37 +61,11 @@ class AdkOtelPlugin(BasePlugin):
     receives_a2a_responses = True
     """Remote agents' responses reach :meth:`remote_response` (see integrations/a2a.py)."""
 
-    def __init__(
-        self,
-        name: str = "adk_otel",
-        *,
-        tracer_provider: trace.TracerProvider | None = None,
-        keep_adk_spans: bool | None = None,
-        meter_provider: Any = None,
-        capture_content: bool | str | None = None,
-        content_max_length: int | None = None,
-        redact: Redactor | None = None,
-        logger_provider: Any = None,
-        details_as_span_event: bool | None = None,
-        user_id: str | None = None,
-        error_classifier: ErrorClassifier | None = None,
-        result_failures: bool | None = None,
-    ) -> None:
+    def __init__(self, name: str = "adk_otel", **given: Unpack[options.Given]) -> None:
         super().__init__(name=name)
-        self._classifier = error_classifier
-        self._result_failures = failures.result_failures_enabled(result_failures)
+        self._take(options.Options().updated(given))
         self._guard = HookGuard()
         self._looked_around = False
-        self._settings = options.telemetry(
-            TelemetrySettings(),
-            tracer_provider,
-            keep_adk_spans,
-            meter_provider,
-            logger_provider,
-            details_as_span_event,
-        )
-        self._content_settings = ContentSettings(capture_content, content_max_length, redact)
-        self._user_id_setting = user_id
         # Resolved with the ledger (options.Resolved says what each is).
         self._content: ContentCapture | None = None
         self._capture: capture.Capture | None = None
@@ -107,7 +79,7 @@ class AdkOtelPlugin(BasePlugin):
         self._keys = itertools.count()
         # Root agents whose remote agents already carry the trace (lifecycle/remote.py).
         self._propagating: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
-        if self._settings.tracer_provider is not None or not isinstance(
+        if self._options.tracer_provider is not None or not isinstance(
             trace.get_tracer_provider(), trace.ProxyTracerProvider
         ):
             # A provider is known now: resolve at once, so ADK's spans are
@@ -116,45 +88,22 @@ class AdkOtelPlugin(BasePlugin):
 
     # -- configuration ---------------------------------------------------
 
-    def configure(
-        self,
-        *,
-        tracer_provider: trace.TracerProvider | None = None,
-        keep_adk_spans: bool | None = None,
-        meter_provider: Any = None,
-        capture_content: bool | str | None = None,
-        content_max_length: int | None = None,
-        redact: Redactor | None = None,
-        logger_provider: Any = None,
-        details_as_span_event: bool | None = None,
-        user_id: str | None = None,
-        error_classifier: ErrorClassifier | None = None,
-        result_failures: bool | None = None,
-    ) -> None:
+    def configure(self, **given: Unpack[options.Given]) -> None:
         """Change the options passed (``None`` keeps an option as it is). Spans
         already open stay in the same bookkeeping and are ended by their own
         hooks, whatever provider later spans go to."""
-        if error_classifier is not None:
-            self._classifier = error_classifier
-        if result_failures is not None:
-            self._result_failures = result_failures
-        self._settings = options.telemetry(
-            self._settings,
-            tracer_provider,
-            keep_adk_spans,
-            meter_provider,
-            logger_provider,
-            details_as_span_event,
-        )
-        self._content_settings = options.content(
-            self._content_settings, capture_content, content_max_length, redact
-        )
-        self._user_id_setting = options.given(user_id, self._user_id_setting)
+        self._take(self._options.updated(given))
         ledger = self._ledger_instance
         if ledger is None:
             self.prepare()
             return
         self._resolve(ledger)
+
+    def _take(self, given: options.Options) -> None:
+        """Keep the options; the two the hooks read each time are kept apart."""
+        self._options = given
+        self._classifier = given.error_classifier
+        self._result_failures = failures.result_failures_enabled(given.result_failures)
 
     def prepare(self) -> None:
         """Resolve the tracer provider now (``instrument()`` calls this)."""
@@ -170,13 +119,13 @@ class AdkOtelPlugin(BasePlugin):
         if ledger is None:
             ledger = self._resolve(None)
             teardown.end_at_exit(self)
-            shutdown.announce(options.provider(self._settings))
+            shutdown.announce(options.provider(self._options.telemetry))
         return ledger
 
     def _resolve(self, ledger: TelemetryLedger | None) -> TelemetryLedger:
         """Resolve the options into ``ledger`` (a new one when None) and the
         values the hooks read: content capture, the dev UI, the details log."""
-        now = options.resolve(self._settings, self._content_settings, self._user_id_setting)
+        now = options.resolve(self._options)
         self._content, self._user_id, self._latest = now.content, now.user_id, now.latest
         if ledger is None:
             ledger = self._ledger_instance = TelemetryLedger(now.tracer, now.instruments)
@@ -185,8 +134,9 @@ class AdkOtelPlugin(BasePlugin):
         self._capture = capture.of(now.content, ledger)
         if ledger.details is not None:
             ledger.details.flush()
-        ledger.details = options.details_log(now.content, self._settings)
-        self._devui = options.dev_ui(self._settings, self._devui)
+        settings = self._options.telemetry
+        ledger.details = options.details_log(now.content, settings)
+        self._devui = options.dev_ui(settings, self._devui)
         return ledger
 
     def note_root(self, app_name: Any, root: Any) -> None:
@@ -591,7 +541,9 @@ class AdkOtelPlugin(BasePlugin):
         report (``pipeline/shutdown.py``). ``Runner.close()`` calls this, and ADK's
         servers close every runner when the app shuts down: the last moment
         before a server process dies by SIGTERM, with no ``atexit``."""
-        await teardown.close(self._ledger_instance, self._runs, self.end_open_spans, self._settings)
+        await teardown.close(
+            self._ledger_instance, self._runs, self.end_open_spans, self._options.telemetry
+        )
 
     def end_open_spans(self, reason: str = "plugin_closed") -> None:
         """End every span still open as ``incomplete`` (``adk.close_reason``

@@ -144,8 +144,8 @@ async def test_instruments_are_created_once_per_provider() -> None:
     await run(
         clerk(reply("b")),
         recorded=rec,
-        tracer_provider=first._settings.tracer_provider,
-        meter_provider=first._settings.meter_provider,
+        tracer_provider=first._options.tracer_provider,
+        meter_provider=first._options.meter_provider,
     )
     second = _plugin(rec)
     assert second is not first

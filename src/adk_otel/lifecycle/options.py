@@ -1,5 +1,6 @@
-"""The plugin's options: kept as given, changed by ``configure()``, and
-resolved into the ledger and the values the hooks read.
+"""The plugin's options: one frozen :class:`Options`, the keywords of
+``instrument()``, ``AdkOtelPlugin`` and ``configure()`` (:class:`Given`), and
+what they resolve into: the ledger and the values the hooks read.
 
 They are resolved when the ledger is first needed, not when the plugin is
 built, so a plugin made at import time still picks up the provider, content
@@ -9,8 +10,9 @@ resolves them again for the spans that follow.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypedDict
 
 from opentelemetry import trace
 
@@ -24,46 +26,80 @@ from ..pipeline.provider_check import usable
 from ..reading import user_id as user_ids
 from ..reading.content import ContentCapture, ContentSettings, Redactor
 from ..reading.content import resolve as resolve_content
-
-_T = TypeVar("_T")
-
-
-def given(value: _T | None, current: _T) -> _T:
-    """``value``, or ``current`` when ``value`` is ``None`` (not given)."""
-    return current if value is None else value
+from ..reading.failures import ErrorClassifier
 
 
-def telemetry(
-    current: TelemetrySettings,
-    tracer_provider: trace.TracerProvider | None,
-    keep_adk_spans: bool | None,
-    meter_provider: Any,
-    logger_provider: Any,
-    details_as_span_event: bool | None,
-) -> TelemetrySettings:
-    """``current`` with the options given (``None`` keeps one as it is); a
-    provider that cannot be used counts as not given (pipeline/provider_check.py)."""
-    return TelemetrySettings(
-        tracer_provider=given(usable("tracer_provider", tracer_provider), current.tracer_provider),
-        keep_adk_spans=given(keep_adk_spans, current.keep_adk_spans),
-        meter_provider=given(usable("meter_provider", meter_provider), current.meter_provider),
-        logger_provider=given(usable("logger_provider", logger_provider), current.logger_provider),
-        details_as_span_event=given(details_as_span_event, current.details_as_span_event),
-    )
+class Given(TypedDict, total=False):
+    """The options as keywords of ``instrument()``, ``AdkOtelPlugin`` and
+    ``configure()`` (the README's table says what each does); ``None`` or left
+    out: not given."""
+
+    tracer_provider: trace.TracerProvider | None
+    keep_adk_spans: bool | None
+    meter_provider: Any
+    capture_content: bool | str | None
+    content_max_length: int | None
+    redact: Redactor | None
+    logger_provider: Any
+    details_as_span_event: bool | None
+    user_id: str | None
+    error_classifier: ErrorClassifier | None
+    result_failures: bool | None
 
 
-def content(
-    current: ContentSettings,
-    capture: bool | str | None,
-    max_length: int | None,
-    redact: Redactor | None,
-) -> ContentSettings:
-    """``current`` with the content options given (``None`` keeps one)."""
-    return ContentSettings(
-        given(capture, current.capture),
-        given(max_length, current.max_length),
-        given(redact, current.redact),
-    )
+_PROVIDERS = ("tracer_provider", "meter_provider", "logger_provider")
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    """The options given so far; ``None``: not given (the environment or the
+    built-in default decides when they are resolved)."""
+
+    tracer_provider: trace.TracerProvider | None = None
+    keep_adk_spans: bool | None = None
+    meter_provider: Any = None
+    capture_content: bool | str | None = None
+    content_max_length: int | None = None
+    redact: Redactor | None = None
+    logger_provider: Any = None
+    details_as_span_event: bool | None = None
+    user_id: str | None = None
+    error_classifier: ErrorClassifier | None = None
+    result_failures: bool | None = None
+
+    def updated(self, given: Given) -> Options:
+        """These options with those ``given`` (``None`` keeps one as it is); a
+        provider that cannot be used counts as not given (pipeline/provider_check.py).
+        An unknown keyword raises ``TypeError``."""
+        unknown = given.keys() - _NAMES
+        if unknown:
+            raise TypeError(f"adk-otel: no such option: {', '.join(sorted(unknown))}")
+        changes: dict[str, Any] = {}
+        for name, value in given.items():
+            if name in _PROVIDERS:
+                value = usable(name, value)
+            if value is not None:
+                changes[name] = value
+        return dataclasses.replace(self, **changes) if changes else self
+
+    @property
+    def telemetry(self) -> TelemetrySettings:
+        """Where spans, metrics and log records go."""
+        return TelemetrySettings(
+            self.tracer_provider,
+            self.keep_adk_spans,
+            self.meter_provider,
+            self.logger_provider,
+            self.details_as_span_event,
+        )
+
+    @property
+    def content(self) -> ContentSettings:
+        """What content capture was asked for."""
+        return ContentSettings(self.capture_content, self.content_max_length, self.redact)
+
+
+_NAMES = frozenset(field.name for field in dataclasses.fields(Options))
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,20 +116,18 @@ class Resolved:
     instruments: Instruments | None
 
 
-def resolve(
-    settings: TelemetrySettings, content_settings: ContentSettings, user_id: str | None
-) -> Resolved:
+def resolve(options: Options) -> Resolved:
     """Resolve the options now: the tracer (the pipeline set up if needed),
     the metric instruments and the values the hooks read."""
-    capture = resolve_content(content_settings)
-    user_id_mode = user_ids.resolve(user_id)
+    capture = resolve_content(options.content)
+    user_id_mode = user_ids.resolve(options.user_id)
     latest = stability.latest_gen_ai()
     return Resolved(
         capture,
         user_id_mode,
         latest,
-        resolve_tracer(settings),
-        resolve_instruments(settings.meter_provider, latest=latest),
+        resolve_tracer(options.telemetry),
+        resolve_instruments(options.meter_provider, latest=latest),
     )
 
 
