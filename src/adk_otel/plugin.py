@@ -22,9 +22,10 @@ from __future__ import annotations
 import functools
 import itertools
 import logging
+import sys
 import weakref
 from collections.abc import Mapping
-from typing import Any, Unpack
+from typing import TYPE_CHECKING, Any, Unpack
 
 from google.adk.plugins.base_plugin import BasePlugin
 from opentelemetry import trace
@@ -45,6 +46,21 @@ from .reading.user_id import UserIdMode
 from .semconv import ADK_MODEL_CHUNKS, Outcome
 from .util import sanitize
 from .util.redact import guarded
+
+if sys.version_info >= (3, 12):
+    from typing import override
+else:  # typing_extensions comes with opentelemetry-api and google-adk
+    from typing_extensions import override
+
+if TYPE_CHECKING:
+    from google.adk.agents.base_agent import BaseAgent
+    from google.adk.agents.callback_context import CallbackContext
+    from google.adk.agents.invocation_context import InvocationContext
+    from google.adk.events.event import Event
+    from google.adk.models.llm_request import LlmRequest
+    from google.adk.models.llm_response import LlmResponse
+    from google.adk.tools.base_tool import BaseTool
+    from google.adk.tools.tool_context import ToolContext
 
 logger: logging.Logger = guarded(logging.getLogger(__name__))
 
@@ -160,7 +176,8 @@ class AdkOtelPlugin(BasePlugin):
 
     # -- run hooks -------------------------------------------------------
 
-    async def before_run_callback(self, *, invocation_context: Any) -> None:
+    @override
+    async def before_run_callback(self, *, invocation_context: InvocationContext) -> None:
         try:
             runs.lead(self, invocation_context)
             if not self._looked_around:
@@ -208,7 +225,8 @@ class AdkOtelPlugin(BasePlugin):
         )
         nodes.claim_root(adk_run_span, run.nodes)
 
-    async def after_run_callback(self, *, invocation_context: Any) -> None:
+    @override
+    async def after_run_callback(self, *, invocation_context: InvocationContext) -> None:
         try:
             run = self._runs.by_context.get(id(invocation_context))
             if run is not None:
@@ -223,7 +241,10 @@ class AdkOtelPlugin(BasePlugin):
         except Exception:
             self._guard.failed("after_run_callback")
 
-    async def on_run_error_callback(self, *, invocation_context: Any, error: Exception) -> None:
+    @override
+    async def on_run_error_callback(
+        self, *, invocation_context: InvocationContext, error: Exception
+    ) -> None:
         try:
             run = self._runs.by_context.get(id(invocation_context))
             if run is None:
@@ -262,7 +283,10 @@ class AdkOtelPlugin(BasePlugin):
 
     # -- agent hooks -----------------------------------------------------
 
-    async def before_agent_callback(self, *, agent: Any, callback_context: Any) -> None:
+    @override
+    async def before_agent_callback(
+        self, *, agent: BaseAgent, callback_context: CallbackContext
+    ) -> None:
         try:
             run = self._runs.latest(callback_context.invocation_id)
             ledger = self._ledger
@@ -282,7 +306,10 @@ class AdkOtelPlugin(BasePlugin):
         except Exception:
             self._guard.failed("before_agent_callback")
 
-    async def after_agent_callback(self, *, agent: Any, callback_context: Any) -> None:
+    @override
+    async def after_agent_callback(
+        self, *, agent: BaseAgent, callback_context: CallbackContext
+    ) -> None:
         try:
             ledger = self._ledger
             ledger.unwind()
@@ -300,8 +327,9 @@ class AdkOtelPlugin(BasePlugin):
         except Exception:
             self._guard.failed("after_agent_callback")
 
+    @override
     async def on_agent_error_callback(
-        self, *, agent: Any, callback_context: Any, error: Exception
+        self, *, agent: BaseAgent, callback_context: CallbackContext, error: Exception
     ) -> None:
         try:
             ledger = self._ledger
@@ -323,7 +351,10 @@ class AdkOtelPlugin(BasePlugin):
 
     # -- model hooks -----------------------------------------------------
 
-    async def before_model_callback(self, *, callback_context: Any, llm_request: Any) -> None:
+    @override
+    async def before_model_callback(
+        self, *, callback_context: CallbackContext, llm_request: LlmRequest
+    ) -> None:
         try:
             run = self._runs.latest(callback_context.invocation_id)
             # No agent span for the caller (a workflow node): the run is its parent.
@@ -345,7 +376,10 @@ class AdkOtelPlugin(BasePlugin):
         except Exception:
             self._guard.failed("before_model_callback")
 
-    async def after_model_callback(self, *, callback_context: Any, llm_response: Any) -> None:
+    @override
+    async def after_model_callback(
+        self, *, callback_context: CallbackContext, llm_response: LlmResponse
+    ) -> None:
         try:
             ledger = self._ledger
             entry = ledger.get(("model", id(callback_context.actions)))
@@ -387,8 +421,9 @@ class AdkOtelPlugin(BasePlugin):
         except Exception:
             self._guard.failed("after_model_callback")
 
+    @override
     async def on_model_error_callback(
-        self, *, callback_context: Any, llm_request: Any, error: Exception
+        self, *, callback_context: CallbackContext, llm_request: LlmRequest, error: Exception
     ) -> None:
         try:
             ledger = self._ledger
@@ -401,7 +436,10 @@ class AdkOtelPlugin(BasePlugin):
 
     # -- tool hooks ------------------------------------------------------
 
-    async def before_tool_callback(self, *, tool: Any, tool_args: Any, tool_context: Any) -> None:
+    @override
+    async def before_tool_callback(
+        self, *, tool: BaseTool, tool_args: dict[str, Any], tool_context: ToolContext
+    ) -> None:
         try:
             run = self._runs.latest(tool_context.invocation_id)
             node = nodes.enclosing(trace.get_current_span())
@@ -419,8 +457,14 @@ class AdkOtelPlugin(BasePlugin):
         except Exception:
             self._guard.failed("before_tool_callback")
 
+    @override
     async def after_tool_callback(
-        self, *, tool: Any, tool_args: Any, tool_context: Any, result: Any
+        self,
+        *,
+        tool: BaseTool,
+        tool_args: dict[str, Any],
+        tool_context: ToolContext,
+        result: dict[str, Any],
     ) -> None:
         try:
             ledger = self._ledger
@@ -447,8 +491,14 @@ class AdkOtelPlugin(BasePlugin):
         except Exception:
             self._guard.failed("after_tool_callback")
 
+    @override
     async def on_tool_error_callback(
-        self, *, tool: Any, tool_args: Any, tool_context: Any, error: Exception
+        self,
+        *,
+        tool: BaseTool,
+        tool_args: dict[str, Any],
+        tool_context: ToolContext,
+        error: Exception,
     ) -> None:
         try:
             ledger = self._ledger
@@ -469,7 +519,10 @@ class AdkOtelPlugin(BasePlugin):
 
     # -- events ----------------------------------------------------------
 
-    async def on_event_callback(self, *, invocation_context: Any, event: Any) -> None:
+    @override
+    async def on_event_callback(
+        self, *, invocation_context: InvocationContext, event: Event
+    ) -> None:
         # Called for every event: with capture off, no dev UI, no error and
         # nothing concluded, next to nothing. Each part is guarded on its own,
         # so a failure in one never skips the others.
@@ -536,6 +589,7 @@ class AdkOtelPlugin(BasePlugin):
 
     # -- the end ---------------------------------------------------------
 
+    @override
     async def close(self) -> None:
         """End anything still open, then flush the tracer provider, bounded, and
         report (``pipeline/shutdown.py``). ``Runner.close()`` calls this, and ADK's

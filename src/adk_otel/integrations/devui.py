@@ -59,6 +59,8 @@ def served(provider: Any) -> bool:
 
 
 _Held = tuple[Entry, Callable[[], None]]
+_Key = tuple[str, str | None]
+"""An invocation id and what a held span is found by within it."""
 
 
 class DevUi:
@@ -69,10 +71,11 @@ class DevUi:
         self._annotate = annotate
         """Writes an attribute of adk-otel's own (``Ledger.annotate``): kept at
         the span's end where ADK 2.5's late tool telemetry is dropped."""
-        self._models: dict[tuple[str, str], _Held] = {}
+        self._models: dict[_Key, _Held] = {}
         """(invocation id, agent name) -> a model span and how it ends."""
-        self._tools: dict[tuple[str, str], _Held] = {}
-        """(invocation id, function call id) -> a tool span and how it ends."""
+        self._tools: dict[_Key, _Held] = {}
+        """(invocation id, function call id) -> a tool span and how it ends (a
+        tool call without an id is held until its run ends)."""
 
     def model_request(
         self, entry: Entry, invocation_id: str, llm_request: Any, content: ContentCapture | None
@@ -99,7 +102,7 @@ class DevUi:
         self._models[(invocation_id, agent_name)] = (entry, end)
 
     def hold_tool(
-        self, entry: Entry, invocation_id: str, call_id: str, end: Callable[[], None]
+        self, entry: Entry, invocation_id: str, call_id: str | None, end: Callable[[], None]
     ) -> None:
         """Keep the tool span open until the event with its response arrives."""
         self._tools[(invocation_id, call_id)] = (entry, end)
