@@ -105,7 +105,7 @@ class Bench:
         from opentelemetry import trace
 
         import adk_otel
-        from adk_otel.pipeline import build_tracer_provider
+        from adk_otel.pipeline.provider import build_tracer_provider
 
         sys.path.insert(0, str(HERE))
         from overhead import _empty_plugin, _floor_plugin, _noop_exporter, _sampled_provider

@@ -55,7 +55,7 @@ def _worker(pipeline: str, exporter_kind: str, runs: int) -> dict[str, Any]:
     import workloads
 
     import adk_otel
-    from adk_otel.pipeline import build_tracer_provider
+    from adk_otel.pipeline.provider import build_tracer_provider
 
     class Recording(SpanExporter):
         """Counts and timestamps exports; delegates or holds as asked."""

@@ -57,7 +57,7 @@ class Bench:
     def __init__(self) -> None:
         from opentelemetry import trace
 
-        from adk_otel.pipeline import build_tracer_provider
+        from adk_otel.pipeline.provider import build_tracer_provider
 
         sys.path.insert(0, str(HERE))
         from overhead import YARDSTICKS, _adk_otel_attribute_counts, install_yardstick

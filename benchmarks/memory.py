@@ -116,9 +116,9 @@ def main() -> None:
     from overhead import _noop_exporter
 
     import adk_otel
-    from adk_otel.ledger import Entry
-    from adk_otel.pipeline import build_tracer_provider
-    from adk_otel.runs import Run
+    from adk_otel.ledger.spans import Entry
+    from adk_otel.lifecycle.runs import Run
+    from adk_otel.pipeline.provider import build_tracer_provider
 
     own_code = str(Path(adk_otel.__file__).resolve().parent)
     test_helpers = str(Path(own_code) / "testing")

@@ -72,7 +72,7 @@ def _reads(model: Any) -> dict[str, Any]:
     """The reads to time, on the objects of one real run of an agent holding ``model``."""
     from google.adk.agents import LlmAgent
 
-    from adk_otel import attributes as attrs
+    from adk_otel.reading import attributes as attrs
 
     callback_context, llm_request = _seen_in_one_run(LlmAgent(name="clerk", model=model))
     agent = callback_context._invocation_context.agent  # the run's own agent object

@@ -274,8 +274,8 @@ def _necessary_class(provider: Any) -> Any:
     from opentelemetry import trace
     from opentelemetry.trace import SpanKind, Status, StatusCode
 
-    from adk_otel import attributes as attrs
-    from adk_otel.sanitize import attributes as safe
+    from adk_otel.reading import attributes as attrs
+    from adk_otel.util.sanitize import attributes as safe
 
     ok = Status(StatusCode.OK)
     tracer = provider.get_tracer("necessary")
@@ -397,7 +397,7 @@ def _guaranteed_plugin(provider: Any) -> Any:
     from opentelemetry.trace import Status, StatusCode
 
     from adk_otel import semconv as sc
-    from adk_otel.runner import CURRENT_WATCH
+    from adk_otel.lifecycle.runner import CURRENT_WATCH
 
     attach, ok_status = otel_context.attach, Status(StatusCode.OK)
     usage = sc.ROLLUP_USAGE
@@ -537,7 +537,7 @@ def install_yardstick(
     elif config == "necessary":
         plugins.insert(0, _necessary_plugin(provider))
     elif config == "guaranteed":
-        from adk_otel.runner import wrap
+        from adk_otel.lifecycle.runner import wrap
 
         plugins.insert(0, _guaranteed_plugin(provider))
         wrap(runner)
@@ -635,7 +635,7 @@ def _sampled_provider(ratio: float, exporter: Any) -> Any:
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
 
-    from adk_otel.export import ExportingProcessor, batch_settings
+    from adk_otel.pipeline.export import ExportingProcessor, batch_settings
 
     provider = TracerProvider(sampler=ParentBased(TraceIdRatioBased(ratio)))
     provider.add_span_processor(ExportingProcessor(exporter, **batch_settings()))
@@ -648,7 +648,7 @@ class Bench:
     def __init__(self) -> None:
         from opentelemetry import trace
 
-        from adk_otel.pipeline import build_tracer_provider
+        from adk_otel.pipeline.provider import build_tracer_provider
 
         self.exporter = _noop_exporter()
         self.provider = build_tracer_provider(exporter=self.exporter)

@@ -2,7 +2,7 @@
 
 A calling process (this one) runs a ``SequentialAgent`` whose sub-agent is a
 ``RemoteA2aAgent``; the agent it calls is served by ``to_a2a`` under uvicorn
-in a second process (``adk_otel.demo_remote``), instrumented with adk-otel,
+in a second process (``adk_otel.cli.demo_remote``), instrumented with adk-otel,
 recording its spans (``OTEL_TRACES_EXPORTER=none``: nothing leaves it).
 
 Configurations of the calling side, each with its own runner and remote agent:
@@ -72,8 +72,8 @@ async def _call(runner: Any) -> None:
 def _pieces() -> dict[str, float]:
     from opentelemetry.sdk.trace import TracerProvider
 
-    from adk_otel.attributes import a2a_task
-    from adk_otel.propagation import inject, remote_parent
+    from adk_otel.integrations.propagation import inject, remote_parent
+    from adk_otel.reading.attributes import a2a_task
 
     tracer = TracerProvider().get_tracer("bench")
     number = 20_000
@@ -145,7 +145,7 @@ def main() -> None:
     parser.add_argument("--json", type=Path, default=RESULTS)
     args = parser.parse_args()
 
-    from adk_otel.demo_remote import start_service
+    from adk_otel.cli.demo_remote import start_service
 
     service = start_service({"OTEL_TRACES_EXPORTER": "none"}, stderr=subprocess.DEVNULL)
     try:

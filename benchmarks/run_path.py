@@ -94,7 +94,7 @@ def drive(step: Any) -> None:
 
 def _replay(plugin: Any, calls: list[Call], spent: Counter[str]) -> None:
     """One run's hooks on ``plugin``, each timed, then the wrapper's end."""
-    from adk_otel.runner import CURRENT_WATCH, RunWatch
+    from adk_otel.lifecycle.runner import CURRENT_WATCH, RunWatch
     from adk_otel.semconv import Outcome
 
     watch = RunWatch()
@@ -184,7 +184,7 @@ async def _measure_workload(
 def measure(repeats: int, runs: int) -> dict[str, Any]:
     from opentelemetry import trace
 
-    from adk_otel.pipeline import build_tracer_provider
+    from adk_otel.pipeline.provider import build_tracer_provider
 
     sys.path.insert(0, str(HERE))
     from overhead import _noop_exporter

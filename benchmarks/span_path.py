@@ -60,8 +60,8 @@ class Stages:
         from opentelemetry import trace
         from opentelemetry.trace import Status, StatusCode
 
-        from adk_otel import attributes as attrs
-        from adk_otel import sanitize
+        from adk_otel.reading import attributes as attrs
+        from adk_otel.util import sanitize
 
         self.trace, self.otel_context, self.attrs, self.sanitize = (
             trace,
@@ -183,7 +183,7 @@ class Bench:
     def __init__(self) -> None:
         from opentelemetry import trace
 
-        from adk_otel.pipeline import build_tracer_provider
+        from adk_otel.pipeline.provider import build_tracer_provider
 
         sys.path.insert(0, str(HERE))
         from overhead import _noop_exporter

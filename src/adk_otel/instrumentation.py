@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import logging
-from typing import Any, TypeVar
+from typing import Any, TypeVar, Unpack
 
-from opentelemetry import trace
-
-from . import coexistence
-from . import runner as runner_wrapper
-from .content import Redactor
-from .failures import ErrorClassifier
+from .integrations import coexistence
+from .lifecycle import runner as runner_wrapper
+from .lifecycle.options import Given
 from .plugin import AdkOtelPlugin
-from .redact import guarded
+from .util.redact import guarded
 
 logger: logging.Logger = guarded(logging.getLogger(__name__))
 
@@ -50,21 +47,7 @@ def _reject(target: Any) -> TypeError:
     )
 
 
-def instrument(
-    target: Target,
-    *,
-    tracer_provider: trace.TracerProvider | None = None,
-    keep_adk_spans: bool | None = None,
-    meter_provider: Any = None,
-    capture_content: bool | str | None = None,
-    content_max_length: int | None = None,
-    redact: Redactor | None = None,
-    logger_provider: Any = None,
-    details_as_span_event: bool | None = None,
-    user_id: str | None = None,
-    error_classifier: ErrorClassifier | None = None,
-    result_failures: bool | None = None,
-) -> Target:
+def instrument(target: Target, **options: Unpack[Given]) -> Target:
     """Trace every run of ``target`` and return it.
 
     ``meter_provider`` receives the GenAI metrics (default: the global one).
@@ -98,19 +81,6 @@ def instrument(
         logger.info("adk-otel: not instrumenting: %s lists adk_otel", coexistence.DISABLED_ENV)
         return target
     existing = next((p for p in plugins if isinstance(p, AdkOtelPlugin)), None)
-    options = {
-        "tracer_provider": tracer_provider,
-        "keep_adk_spans": keep_adk_spans,
-        "meter_provider": meter_provider,
-        "capture_content": capture_content,
-        "content_max_length": content_max_length,
-        "redact": redact,
-        "logger_provider": logger_provider,
-        "details_as_span_event": details_as_span_event,
-        "user_id": user_id,
-        "error_classifier": error_classifier,
-        "result_failures": result_failures,
-    }
     if existing is None:
         existing = AdkOtelPlugin(**options)
         plugins.insert(0, existing)

@@ -2,12 +2,13 @@
 
 Each hook is a few lines: find the run, open, conclude or settle a span.
 Hooks never raise into ADK (a failure is counted, logged once per hook and
-swallowed, see hook_guard.py) and always return ``None``, so the plugin can
-never short-circuit or alter an agent run. What the hooks call has a module each:
-runs.py (the runs in flight), spans.py (how a span opens), outcomes.py (how
-it ends), capture.py (content capture), remote.py (A2A remote agents),
-transfers.py (``transfer_to_agent``), options.py (the options resolved) and
-closing.py (``close()`` and interpreter exit).
+swallowed, see lifecycle/hook_guard.py) and always return ``None``, so the plugin can
+never short-circuit or alter an agent run. What the hooks call lives in
+lifecycle/, a module each: runs.py (the runs in flight), opening.py (how a
+span opens), outcomes.py (how it ends), capture.py (content capture),
+remote.py (A2A remote agents), transfers.py (``transfer_to_agent``),
+options.py (the options resolved) and teardown.py (``close()`` and
+interpreter exit).
 
 Pairing a "before" with its terminal hook (see the project's lifecycle notes):
 a run by its ``InvocationContext`` object, an agent run by agent name within
@@ -21,42 +22,46 @@ from __future__ import annotations
 import functools
 import itertools
 import logging
+import sys
 import weakref
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from google.adk.plugins.base_plugin import BasePlugin
 from opentelemetry import trace
 from opentelemetry.util.types import AttributeValue
 
-from . import attributes as attrs
-from . import (
-    capture,
-    closing,
-    coexistence,
-    failures,
-    nodes,
-    options,
-    outcomes,
-    remote,
-    runs,
-    sanitize,
-    shutdown,
-    spans,
-    transfers,
-)
 from . import semconv as sc
-from .aborts import abort_reason
-from .content import ContentCapture, ContentSettings, Redactor
-from .devui import DevUi
-from .failures import ErrorClassifier
-from .hook_guard import HookGuard
-from .metrics import TelemetryLedger
-from .pipeline import TelemetrySettings
-from .redact import guarded
-from .runner import CURRENT_WATCH
+from .integrations import coexistence
+from .integrations.devui import DevUi
+from .ledger.telemetry import TelemetryLedger
+from .lifecycle import capture, nodes, opening, options, outcomes, remote, runs, teardown, transfers
+from .lifecycle.aborts import abort_reason
+from .lifecycle.hook_guard import HookGuard
+from .lifecycle.runner import CURRENT_WATCH
+from .pipeline import shutdown
+from .reading import attributes as attrs
+from .reading import failures
+from .reading.content import ContentCapture
+from .reading.user_id import UserIdMode
 from .semconv import ADK_MODEL_CHUNKS, Outcome
-from .user_id import UserIdMode
+from .util import sanitize
+from .util.redact import guarded
+
+if sys.version_info >= (3, 12):
+    from typing import override
+else:  # typing_extensions comes with opentelemetry-api and google-adk
+    from typing_extensions import override
+
+if TYPE_CHECKING:
+    from google.adk.agents.base_agent import BaseAgent
+    from google.adk.agents.callback_context import CallbackContext
+    from google.adk.agents.invocation_context import InvocationContext
+    from google.adk.events.event import Event
+    from google.adk.models.llm_request import LlmRequest
+    from google.adk.models.llm_response import LlmResponse
+    from google.adk.tools.base_tool import BaseTool
+    from google.adk.tools.tool_context import ToolContext
 
 logger: logging.Logger = guarded(logging.getLogger(__name__))
 
@@ -71,40 +76,14 @@ class AdkOtelPlugin(BasePlugin):
     """
 
     receives_a2a_responses = True
-    """Remote agents' responses reach :meth:`remote_response` (see a2a.py)."""
+    """Remote agents' responses reach :meth:`remote_response` (see integrations/a2a.py)."""
 
-    def __init__(
-        self,
-        name: str = "adk_otel",
-        *,
-        tracer_provider: trace.TracerProvider | None = None,
-        keep_adk_spans: bool | None = None,
-        meter_provider: Any = None,
-        capture_content: bool | str | None = None,
-        content_max_length: int | None = None,
-        redact: Redactor | None = None,
-        logger_provider: Any = None,
-        details_as_span_event: bool | None = None,
-        user_id: str | None = None,
-        error_classifier: ErrorClassifier | None = None,
-        result_failures: bool | None = None,
-    ) -> None:
+    def __init__(self, name: str = "adk_otel", **given: Unpack[options.Given]) -> None:
         super().__init__(name=name)
-        self._classifier = error_classifier
-        self._result_failures = failures.result_failures_enabled(result_failures)
+        self._take(options.Options().updated(given))
         self._guard = HookGuard()
         self._looked_around = False
         self._told_no_nodes = False
-        self._settings = options.telemetry(
-            TelemetrySettings(),
-            tracer_provider,
-            keep_adk_spans,
-            meter_provider,
-            logger_provider,
-            details_as_span_event,
-        )
-        self._content_settings = ContentSettings(capture_content, content_max_length, redact)
-        self._user_id_setting = user_id
         # Resolved with the ledger (options.Resolved says what each is).
         self._content: ContentCapture | None = None
         self._capture: capture.Capture | None = None
@@ -113,12 +92,12 @@ class AdkOtelPlugin(BasePlugin):
         self._latest = False
         self._ledger_instance: TelemetryLedger | None = None
         self._devui: DevUi | None = None
-        """Set when ADK's dev server reads this plugin's spans (see devui.py)."""
+        """Set when ADK's dev server reads this plugin's spans (see integrations/devui.py)."""
         self._runs = runs.Runs()
         self._keys = itertools.count()
-        # Root agents whose remote agents already carry the trace (remote.py).
+        # Root agents whose remote agents already carry the trace (lifecycle/remote.py).
         self._propagating: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
-        if self._settings.tracer_provider is not None or not isinstance(
+        if self._options.tracer_provider is not None or not isinstance(
             trace.get_tracer_provider(), trace.ProxyTracerProvider
         ):
             # A provider is known now: resolve at once, so ADK's spans are
@@ -127,45 +106,22 @@ class AdkOtelPlugin(BasePlugin):
 
     # -- configuration ---------------------------------------------------
 
-    def configure(
-        self,
-        *,
-        tracer_provider: trace.TracerProvider | None = None,
-        keep_adk_spans: bool | None = None,
-        meter_provider: Any = None,
-        capture_content: bool | str | None = None,
-        content_max_length: int | None = None,
-        redact: Redactor | None = None,
-        logger_provider: Any = None,
-        details_as_span_event: bool | None = None,
-        user_id: str | None = None,
-        error_classifier: ErrorClassifier | None = None,
-        result_failures: bool | None = None,
-    ) -> None:
+    def configure(self, **given: Unpack[options.Given]) -> None:
         """Change the options passed (``None`` keeps an option as it is). Spans
         already open stay in the same bookkeeping and are ended by their own
         hooks, whatever provider later spans go to."""
-        if error_classifier is not None:
-            self._classifier = error_classifier
-        if result_failures is not None:
-            self._result_failures = result_failures
-        self._settings = options.telemetry(
-            self._settings,
-            tracer_provider,
-            keep_adk_spans,
-            meter_provider,
-            logger_provider,
-            details_as_span_event,
-        )
-        self._content_settings = options.content(
-            self._content_settings, capture_content, content_max_length, redact
-        )
-        self._user_id_setting = options.given(user_id, self._user_id_setting)
+        self._take(self._options.updated(given))
         ledger = self._ledger_instance
         if ledger is None:
             self.prepare()
             return
         self._resolve(ledger)
+
+    def _take(self, given: options.Options) -> None:
+        """Keep the options; the two the hooks read each time are kept apart."""
+        self._options = given
+        self._classifier = given.error_classifier
+        self._result_failures = failures.result_failures_enabled(given.result_failures)
 
     def prepare(self) -> None:
         """Resolve the tracer provider now (``instrument()`` calls this)."""
@@ -180,14 +136,14 @@ class AdkOtelPlugin(BasePlugin):
         ledger = self._ledger_instance
         if ledger is None:
             ledger = self._resolve(None)
-            closing.end_at_exit(self)
-            shutdown.announce(options.provider(self._settings))
+            teardown.end_at_exit(self)
+            shutdown.announce(options.provider(self._options.telemetry))
         return ledger
 
     def _resolve(self, ledger: TelemetryLedger | None) -> TelemetryLedger:
         """Resolve the options into ``ledger`` (a new one when None) and the
         values the hooks read: content capture, the dev UI, the details log."""
-        now = options.resolve(self._settings, self._content_settings, self._user_id_setting)
+        now = options.resolve(self._options)
         self._content, self._user_id, self._latest = now.content, now.user_id, now.latest
         if ledger is None:
             ledger = self._ledger_instance = TelemetryLedger(now.tracer, now.instruments)
@@ -196,8 +152,9 @@ class AdkOtelPlugin(BasePlugin):
         self._capture = capture.of(now.content, ledger)
         if ledger.details is not None:
             ledger.details.flush()
-        ledger.details = options.details_log(now.content, self._settings)
-        self._devui = options.dev_ui(self._settings, self._devui)
+        settings = self._options.telemetry
+        ledger.details = options.details_log(now.content, settings)
+        self._devui = options.dev_ui(settings, self._devui)
         return ledger
 
     def note_root(self, app_name: Any, root: Any) -> None:
@@ -221,7 +178,8 @@ class AdkOtelPlugin(BasePlugin):
 
     # -- run hooks -------------------------------------------------------
 
-    async def before_run_callback(self, *, invocation_context: Any) -> None:
+    @override
+    async def before_run_callback(self, *, invocation_context: InvocationContext) -> None:
         try:
             runs.lead(self, invocation_context)
             if not self._looked_around:
@@ -241,7 +199,7 @@ class AdkOtelPlugin(BasePlugin):
                 logger.warning(nodes.UNROUTED)
             if run.watch is not None:
                 # Under instrument() the run executes in a private context (see
-                # runner.py), so the invocation span can be current for the run's
+                # lifecycle/runner.py), so the invocation span can be current for the run's
                 # callbacks without ever being current in the caller's context.
                 ledger.attach(run.entry)
             root = getattr(invocation_context, "agent", None)
@@ -257,7 +215,7 @@ class AdkOtelPlugin(BasePlugin):
     def _claim_nodes(
         self, adk_run_span: trace.Span, run: runs.Run, invocation_context: Any
     ) -> None:
-        """The run's workflow nodes open under its invocation span (nodes.py)."""
+        """The run's workflow nodes open under its invocation span (lifecycle/nodes.py)."""
         app = getattr(invocation_context, "app_name", None) or ""
         classifier = self._classifier
 
@@ -273,7 +231,8 @@ class AdkOtelPlugin(BasePlugin):
         )
         nodes.claim_root(adk_run_span, run.nodes)
 
-    async def after_run_callback(self, *, invocation_context: Any) -> None:
+    @override
+    async def after_run_callback(self, *, invocation_context: InvocationContext) -> None:
         try:
             run = self._runs.by_context.get(id(invocation_context))
             if run is not None:
@@ -288,7 +247,10 @@ class AdkOtelPlugin(BasePlugin):
         except Exception:
             self._guard.failed("after_run_callback")
 
-    async def on_run_error_callback(self, *, invocation_context: Any, error: Exception) -> None:
+    @override
+    async def on_run_error_callback(
+        self, *, invocation_context: InvocationContext, error: Exception
+    ) -> None:
         try:
             run = self._runs.by_context.get(id(invocation_context))
             if run is None:
@@ -327,14 +289,17 @@ class AdkOtelPlugin(BasePlugin):
 
     # -- agent hooks -----------------------------------------------------
 
-    async def before_agent_callback(self, *, agent: Any, callback_context: Any) -> None:
+    @override
+    async def before_agent_callback(
+        self, *, agent: BaseAgent, callback_context: CallbackContext
+    ) -> None:
         try:
             run = self._runs.latest(callback_context.invocation_id)
             ledger = self._ledger
             if run is not None and run.transfers:
                 transfers.end_transferred(ledger, run, agent.name)
             key = ("agent", next(self._keys))
-            entry = spans.open_agent(ledger, run, key, agent, callback_context, self._latest)
+            entry = opening.open_agent(ledger, run, key, agent, callback_context, self._latest)
             if run is not None:
                 run.agents.setdefault(agent.name, []).append(entry)
             else:
@@ -357,7 +322,10 @@ class AdkOtelPlugin(BasePlugin):
         if not entry.ended:
             self._ledger.end_entry(entry, outcome, error, reason)
 
-    async def after_agent_callback(self, *, agent: Any, callback_context: Any) -> None:
+    @override
+    async def after_agent_callback(
+        self, *, agent: BaseAgent, callback_context: CallbackContext
+    ) -> None:
         try:
             ledger = self._ledger
             ledger.unwind()
@@ -375,8 +343,9 @@ class AdkOtelPlugin(BasePlugin):
         except Exception:
             self._guard.failed("after_agent_callback")
 
+    @override
     async def on_agent_error_callback(
-        self, *, agent: Any, callback_context: Any, error: Exception
+        self, *, agent: BaseAgent, callback_context: CallbackContext, error: Exception
     ) -> None:
         try:
             ledger = self._ledger
@@ -392,13 +361,16 @@ class AdkOtelPlugin(BasePlugin):
             self._guard.failed("on_agent_error_callback")
 
     def remote_response(self, invocation_context: Any, response: Any) -> None:
-        """A response a remote agent received (``a2a.py``): its task's id and
+        """A response a remote agent received (``integrations/a2a.py``): its task's id and
         state go on the agent's span; a failed task makes the span an error."""
         remote.record_response(self._runs, invocation_context, response)
 
     # -- model hooks -----------------------------------------------------
 
-    async def before_model_callback(self, *, callback_context: Any, llm_request: Any) -> None:
+    @override
+    async def before_model_callback(
+        self, *, callback_context: CallbackContext, llm_request: LlmRequest
+    ) -> None:
         try:
             run = self._runs.latest(callback_context.invocation_id)
             # No agent span for the caller (a workflow node): the run is its parent.
@@ -417,9 +389,9 @@ class AdkOtelPlugin(BasePlugin):
             ):
                 # A live session's per-content call (never an after_model). A
                 # workflow's agent nodes call their model as usual, live or not.
-                spans.live_model_request(parent, llm_request)
+                opening.live_model_request(parent, llm_request)
                 return
-            entry = spans.open_model(
+            entry = opening.open_model(
                 self._ledger, parent, callback_context, llm_request, self._latest
             )
             if self._devui is not None:
@@ -431,7 +403,10 @@ class AdkOtelPlugin(BasePlugin):
         except Exception:
             self._guard.failed("before_model_callback")
 
-    async def after_model_callback(self, *, callback_context: Any, llm_response: Any) -> None:
+    @override
+    async def after_model_callback(
+        self, *, callback_context: CallbackContext, llm_response: LlmResponse
+    ) -> None:
         try:
             ledger = self._ledger
             entry = ledger.get(("model", id(callback_context.actions)))
@@ -473,8 +448,9 @@ class AdkOtelPlugin(BasePlugin):
         except Exception:
             self._guard.failed("after_model_callback")
 
+    @override
     async def on_model_error_callback(
-        self, *, callback_context: Any, llm_request: Any, error: Exception
+        self, *, callback_context: CallbackContext, llm_request: LlmRequest, error: Exception
     ) -> None:
         try:
             ledger = self._ledger
@@ -487,26 +463,35 @@ class AdkOtelPlugin(BasePlugin):
 
     # -- tool hooks ------------------------------------------------------
 
-    async def before_tool_callback(self, *, tool: Any, tool_args: Any, tool_context: Any) -> None:
+    @override
+    async def before_tool_callback(
+        self, *, tool: BaseTool, tool_args: dict[str, Any], tool_context: ToolContext
+    ) -> None:
         try:
             run = self._runs.latest(tool_context.invocation_id)
             node = nodes.enclosing(trace.get_current_span())
             if node is not None:
                 # A workflow tool node: its node span is the tool call's, or
                 # (another node's tool) the tool call's parent.
-                entry = spans.tool_node(self._ledger, node, tool, tool_context)
+                entry = opening.tool_node(self._ledger, node, tool, tool_context)
             else:
                 parent = (
                     (run.innermost_agent(tool_context.agent_name) or run.entry) if run else None
                 )
-                entry = spans.open_tool(self._ledger, parent, tool, tool_context)
+                entry = opening.open_tool(self._ledger, parent, tool, tool_context)
             if self._capture is not None:
                 self._capture.put(entry, sc.GEN_AI_TOOL_CALL_ARGUMENTS, capture.same, tool_args)
         except Exception:
             self._guard.failed("before_tool_callback")
 
+    @override
     async def after_tool_callback(
-        self, *, tool: Any, tool_args: Any, tool_context: Any, result: Any
+        self,
+        *,
+        tool: BaseTool,
+        tool_args: dict[str, Any],
+        tool_context: ToolContext,
+        result: dict[str, Any],
     ) -> None:
         try:
             ledger = self._ledger
@@ -533,8 +518,14 @@ class AdkOtelPlugin(BasePlugin):
         except Exception:
             self._guard.failed("after_tool_callback")
 
+    @override
     async def on_tool_error_callback(
-        self, *, tool: Any, tool_args: Any, tool_context: Any, error: Exception
+        self,
+        *,
+        tool: BaseTool,
+        tool_args: dict[str, Any],
+        tool_context: ToolContext,
+        error: Exception,
     ) -> None:
         try:
             ledger = self._ledger
@@ -555,7 +546,10 @@ class AdkOtelPlugin(BasePlugin):
 
     # -- events ----------------------------------------------------------
 
-    async def on_event_callback(self, *, invocation_context: Any, event: Any) -> None:
+    @override
+    async def on_event_callback(
+        self, *, invocation_context: InvocationContext, event: Event
+    ) -> None:
         # Called for every event: with capture off, no dev UI, no error and
         # nothing concluded, next to nothing. Each part is guarded on its own,
         # so a failure in one never skips the others.
@@ -622,12 +616,15 @@ class AdkOtelPlugin(BasePlugin):
 
     # -- the end ---------------------------------------------------------
 
+    @override
     async def close(self) -> None:
         """End anything still open, then flush the tracer provider, bounded, and
-        report (``shutdown.py``). ``Runner.close()`` calls this, and ADK's
+        report (``pipeline/shutdown.py``). ``Runner.close()`` calls this, and ADK's
         servers close every runner when the app shuts down: the last moment
         before a server process dies by SIGTERM, with no ``atexit``."""
-        await closing.close(self._ledger_instance, self._runs, self.end_open_spans, self._settings)
+        await teardown.close(
+            self._ledger_instance, self._runs, self.end_open_spans, self._options.telemetry
+        )
 
     def end_open_spans(self, reason: str = "plugin_closed") -> None:
         """End every span still open as ``incomplete`` (``adk.close_reason``

@@ -101,7 +101,7 @@ GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS = "gen_ai.usage.cache_read.input_tokens"
 GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS = "gen_ai.usage.cache_creation.input_tokens"
 GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS = "gen_ai.usage.cache_write.input_tokens"
 """The current conventions' name for cache writes (was ``cache_creation``):
-written instead of it only under ``OTEL_SEMCONV_STABILITY_OPT_IN`` (stability.py)."""
+written instead of it only under ``OTEL_SEMCONV_STABILITY_OPT_IN`` (pipeline/stability.py)."""
 GEN_AI_USAGE_REASONING_OUTPUT_TOKENS = "gen_ai.usage.reasoning.output_tokens"
 GEN_AI_TOKEN_TYPE = "gen_ai.token.type"
 GEN_AI_TOKEN_MODALITY = "gen_ai.token.modality"
@@ -136,7 +136,7 @@ A2A_TASK_FAILED = "a2a_task_failed"
 MCP_TOOL_ERROR = "tool_error"
 """``error.type`` of an MCP tool call whose result has ``isError`` (MCP conventions)."""
 
-# Failure classification (failures.py; docs/failures.md)
+# Failure classification (reading/failures.py; docs/failures.md)
 ADK_ERROR_CATEGORY = "adk.error.category"
 ADK_ERROR_RETRYABLE = "adk.error.retryable"
 ADK_ERROR_RETRY_AFTER = "adk.error.retry_after"
@@ -187,7 +187,7 @@ METRIC_CLIENT_TIME_TO_FIRST_CHUNK = "gen_ai.client.operation.time_to_first_chunk
 METRIC_CLIENT_TIME_PER_OUTPUT_CHUNK = "gen_ai.client.operation.time_per_output_chunk"
 METRIC_INVOCATION_COUNT = "adk.invocation.count"
 # The current conventions' names, recorded instead of the model-call ones above
-# only under OTEL_SEMCONV_STABILITY_OPT_IN (stability.py).
+# only under OTEL_SEMCONV_STABILITY_OPT_IN (pipeline/stability.py).
 METRIC_CLIENT_INFERENCE_DURATION = "gen_ai.client.inference.duration"
 METRIC_CLIENT_INFERENCE_TIME_TO_FIRST_CHUNK = "gen_ai.client.inference.time_to_first_chunk"
 METRIC_CLIENT_INFERENCE_TIME_PER_OUTPUT_CHUNK = "gen_ai.client.inference.time_per_output_chunk"

@@ -14,7 +14,7 @@ from google.adk.a2a.utils.agent_to_a2a import to_a2a  # noqa: E402
 from google.adk.agents import LlmAgent  # noqa: E402
 from google.adk.runners import InMemoryRunner  # noqa: E402
 
-from adk_otel.demo_remote import loopback_socket, serve_on  # noqa: E402
+from adk_otel.cli.demo_remote import loopback_socket, serve_on  # noqa: E402
 from adk_otel.testing.model import ScriptedModel, call  # noqa: E402
 
 

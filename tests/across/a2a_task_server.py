@@ -36,7 +36,7 @@ from a2a.server.tasks import InMemoryTaskStore, TaskUpdater  # noqa: E402
 from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill  # noqa: E402
 from starlette.applications import Starlette  # noqa: E402
 
-from adk_otel.demo_remote import loopback_socket, serve_on  # noqa: E402
+from adk_otel.cli.demo_remote import loopback_socket, serve_on  # noqa: E402
 
 ENDINGS = ("unfinished", "canceled", "canceled-bare", "completed-bare")
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from adk_otel.demo_remote import Service, start_listening, start_service, stop
+from adk_otel.cli.demo_remote import Service, start_listening, start_service, stop
 from adk_otel.testing.receiver import OtlpReceiver
 from adk_otel.traces.model import SpanRecord, as_records
 

@@ -17,7 +17,7 @@ from google.genai import types  # noqa: E402
 from opentelemetry.instrumentation.fastapi import FastAPIInstrumentor  # noqa: E402
 
 import adk_otel  # noqa: E402
-from adk_otel.demo_remote import loopback_socket, serve_on  # noqa: E402
+from adk_otel.cli.demo_remote import loopback_socket, serve_on  # noqa: E402
 from adk_otel.testing.model import ScriptedModel, reply  # noqa: E402
 
 agent = LlmAgent(name="clerk", model=ScriptedModel(script=[reply("ok")]))

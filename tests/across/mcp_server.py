@@ -24,7 +24,7 @@ from opentelemetry.sdk.resources import Resource  # noqa: E402
 from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
 from opentelemetry.sdk.trace.export import BatchSpanProcessor  # noqa: E402
 
-from adk_otel.demo_remote import loopback_socket, serve_on  # noqa: E402
+from adk_otel.cli.demo_remote import loopback_socket, serve_on  # noqa: E402
 
 try:
     from mcp.server.mcpserver import Context, MCPServer

@@ -85,7 +85,7 @@ def test_a_remote_failure_is_an_error_on_both_sides(receiver, payments, stream) 
     chain = assert_chain(call, "execute_tool charge_card")
     tool = chain[-1]
     assert tool.status_code == "ERROR"
-    assert tool.attributes[sc.ERROR_TYPE] == "adk_otel.demo_remote.PaymentDeclined"
+    assert tool.attributes[sc.ERROR_TYPE] == "adk_otel.cli.demo_remote.PaymentDeclined"
     served_invocation, served_agent = chain[3], chain[4]
     assert served_invocation.status_code == served_agent.status_code == "ERROR"
     client = chain[2]

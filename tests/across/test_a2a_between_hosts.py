@@ -23,7 +23,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from adk_otel.demo_remote import start_listening, stop
+from adk_otel.cli.demo_remote import start_listening, stop
 
 from .conftest import HERE, otlp_env, run_caller, run_process
 from .test_a2a import assert_chain, assert_one_clean_trace

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from adk_otel.cli import main
+from adk_otel.cli.main import main
 from adk_otel.traces.files import read_spans
 
 

@@ -24,7 +24,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
-from adk_otel.demo_remote import start_listening, stop
+from adk_otel.cli.demo_remote import start_listening, stop
 from adk_otel.traces.model import SpanRecord, as_records
 
 from .conftest import HERE, otlp_env

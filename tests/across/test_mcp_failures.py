@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from adk_otel import semconv as sc
-from adk_otel.demo_remote import start_listening, stop
+from adk_otel.cli.demo_remote import start_listening, stop
 
 from .conftest import otlp_env, run_process
 from .test_mcp import stock_call

@@ -21,7 +21,7 @@ from google.adk.a2a.utils.agent_to_a2a import to_a2a  # noqa: E402
 from google.adk.runners import InMemoryRunner  # noqa: E402
 
 import adk_otel  # noqa: E402
-from adk_otel.demo_remote import SERVICE_APP, loopback_socket, payments_agent  # noqa: E402
+from adk_otel.cli.demo_remote import SERVICE_APP, loopback_socket, payments_agent  # noqa: E402
 
 
 def main(host: str, protocol: str, cert: str | None = None, key: str | None = None) -> None:

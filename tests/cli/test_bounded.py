@@ -196,7 +196,7 @@ def test_a_pretty_document_is_capped_whole(collector_file: Path, tmp_path) -> No
 def test_integers_too_long_to_convert(capsys, collector_file: Path, tmp_path) -> None:
     """Python converts integers of at most 4,300 digits: a longer one in a
     trace file or the spec is bad input, not a traceback."""
-    from adk_otel.cli import main
+    from adk_otel.cli.main import main
 
     huge = "9" * 5000
     span = f'{{"traceId": "{"a" * 32}", "spanId": "{"b" * 16}", "startTimeUnixNano": {huge}}}'

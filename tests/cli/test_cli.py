@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 import adk_otel
-from adk_otel.cli import main
+import adk_otel.cli
+from adk_otel.cli.main import main
 
 SHOP_TREE = (
     "invocation shop  ERROR error 12.3ms  [ValueError]\n"
@@ -238,10 +239,10 @@ def test_usage_errors_and_help(capsys) -> None:
 
 def test_demo_passes_its_arguments_on(capsys, monkeypatch) -> None:
     seen: list[list[str]] = []
-    fake = types.ModuleType("adk_otel.demo")
+    fake = types.ModuleType("adk_otel.cli.demo")
     fake.main = lambda argv: seen.append(argv) or 3  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "adk_otel.demo", fake)
-    monkeypatch.setattr(adk_otel, "demo", fake, raising=False)
+    monkeypatch.setitem(sys.modules, "adk_otel.cli.demo", fake)
+    monkeypatch.setattr(adk_otel.cli, "demo", fake, raising=False)
     assert main(["demo", "--fail", "-h"]) == 3
     assert seen == [["--fail", "-h"]]
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from adk_otel.cli import main
+from adk_otel.cli.main import main
 from adk_otel.traces.files import read_records
 from adk_otel.traces.otlp_json import iter_text_documents
 

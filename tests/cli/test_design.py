@@ -26,10 +26,11 @@ def lint_imports(config: Path, source: Path) -> subprocess.CompletedProcess[str]
 
 def test_the_import_contract_holds() -> None:
     # pyproject.toml's [tool.importlinter]: no circles, runtime layers, the
-    # reading half apart from the runtime (also a step of its own in CI).
+    # ledger free of ADK, the reading half apart from the runtime (also a step
+    # of its own in CI).
     done = lint_imports(ROOT / "pyproject.toml", Path(adk_otel.__file__).parents[1])
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "3 kept, 0 broken" in done.stdout
+    assert "4 kept, 0 broken" in done.stdout
 
 
 def test_the_import_contract_fails_on_a_circle(tmp_path: Path) -> None:
@@ -37,8 +38,8 @@ def test_the_import_contract_fails_on_a_circle(tmp_path: Path) -> None:
     # plugin back (the circle the project once had): the check must fail.
     source = tmp_path / "src"
     shutil.copytree(Path(adk_otel.__file__).parent, source / "adk_otel")
-    a2a = source / "adk_otel" / "a2a.py"
-    a2a.write_text(a2a.read_text() + "\nfrom .plugin import AdkOtelPlugin  # noqa\n")
+    a2a = source / "adk_otel" / "integrations" / "a2a.py"
+    a2a.write_text(a2a.read_text() + "\nfrom ..plugin import AdkOtelPlugin  # noqa\n")
     reading = source / "adk_otel" / "traces" / "render.py"
     reading.write_text(reading.read_text() + "\nfrom ..ledger import Ledger  # noqa\n")
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
@@ -46,6 +47,18 @@ def test_the_import_contract_fails_on_a_circle(tmp_path: Path) -> None:
     assert done.returncode == 1, done.stdout
     assert "No import circles BROKEN" in done.stdout
     assert "imports nothing of the runtime BROKEN" in done.stdout
+
+
+def test_the_import_contract_keeps_the_ledger_free_of_adk(tmp_path: Path) -> None:
+    # A copy in which the span bookkeeping reads an ADK object itself.
+    source = tmp_path / "src"
+    shutil.copytree(Path(adk_otel.__file__).parent, source / "adk_otel")
+    facts = source / "adk_otel" / "ledger" / "facts.py"
+    facts.write_text(facts.read_text() + "\nfrom google.adk.agents import BaseAgent  # noqa\n")
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    done = lint_imports(tmp_path / "pyproject.toml", source)
+    assert done.returncode == 1, done.stdout
+    assert "is ADK-free BROKEN" in done.stdout
 
 
 def test_reading_a_trace_file_imports_no_adk(tmp_path) -> None:

@@ -13,7 +13,7 @@ import zstandard
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from adk_otel.cli import main
+from adk_otel.cli.main import main
 
 DATA = Path(__file__).parent / "data"
 HEADS = (

@@ -12,7 +12,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from adk_otel.cli import main
+from adk_otel.cli.main import main
 from adk_otel.testing import compare
 
 from .synth import Shape, write_runs

@@ -23,7 +23,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 from adk_otel import instrument
-from adk_otel.cli import main
+from adk_otel.cli.main import main
 from adk_otel.testing import ScriptedModel, call, compare, reply
 from adk_otel.testing.receiver import OtlpReceiver
 from adk_otel.traces.files import iter_records

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import httpx
 
-from adk_otel.demo_remote import stop
+from adk_otel.cli.demo_remote import stop
 from adk_otel.testing.receiver import OtlpReceiver
 
 AGENT = textwrap.dedent(

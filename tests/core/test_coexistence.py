@@ -16,7 +16,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import adk_otel
-from adk_otel import coexistence
+from adk_otel.integrations import coexistence
 from adk_otel.testing.model import ScriptedModel, reply
 
 ADK_VERSION = tuple(int(part) for part in version("google-adk").split(".")[:2])

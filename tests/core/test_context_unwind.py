@@ -12,7 +12,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from adk_otel.ledger import Entry, Ledger
+from adk_otel.ledger.spans import Entry, Ledger
 from adk_otel.semconv import Outcome
 
 

@@ -14,9 +14,9 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
-from adk_otel import failures
 from adk_otel import semconv as sc
-from adk_otel.ledger import Ledger
+from adk_otel.ledger.spans import Ledger
+from adk_otel.reading import failures
 from adk_otel.semconv import Outcome
 
 CATEGORIES = {c.value for c in failures.Category}

@@ -14,7 +14,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import adk_otel
-from adk_otel.ledger import Ledger
+from adk_otel.ledger.spans import Ledger
 from adk_otel.semconv import Outcome
 from adk_otel.testing.model import ScriptedModel, reply
 

@@ -1,4 +1,4 @@
-"""pipeline.py: the ADK-scope policy and OTLP settings from the environment."""
+"""pipeline/provider.py: the ADK-scope policy and OTLP settings from the environment."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import logging
 import pytest
 from opentelemetry.sdk.trace import TracerProvider, _TracerConfig
 
-from adk_otel import otel_env, pipeline
+from adk_otel.pipeline import otel_env
+from adk_otel.pipeline import provider as pipeline
 from adk_otel.semconv import ADK_SCOPE
 
 

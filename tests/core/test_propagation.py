@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 
-from adk_otel.propagation import MAX_HEADER_LENGTH, inject, remote_parent, run_parent
+from adk_otel.integrations.propagation import MAX_HEADER_LENGTH, inject, remote_parent, run_parent
 
 VALID = "00-" + "a" * 32 + "-" + "b" * 16 + "-01"
 

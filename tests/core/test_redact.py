@@ -10,7 +10,7 @@ import pkgutil
 import pytest
 
 import adk_otel
-from adk_otel.redact import REDACTING, redact_text
+from adk_otel.util.redact import REDACTING, redact_text
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,7 @@ from opentelemetry import context, propagate
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import adk_otel
-from adk_otel.pipeline import build_tracer_provider
+from adk_otel.pipeline.provider import build_tracer_provider
 from adk_otel.testing.model import ScriptedModel, reply
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"

@@ -12,9 +12,9 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
-from adk_otel import shutdown
-from adk_otel.instance import SERVICE_INSTANCE_ID, with_instance_id
-from adk_otel.pipeline import build_tracer_provider
+from adk_otel.pipeline import shutdown
+from adk_otel.pipeline.instance import SERVICE_INSTANCE_ID, with_instance_id
+from adk_otel.pipeline.provider import build_tracer_provider
 
 
 class _Held(SpanExporter):

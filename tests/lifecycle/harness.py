@@ -26,7 +26,7 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 from opentelemetry.trace import StatusCode
 
-from adk_otel.pipeline import AdkOtelTracerProvider
+from adk_otel.pipeline.provider import AdkOtelTracerProvider
 from adk_otel.semconv import ADK_OUTCOME, ADK_SCOPE, INSTRUMENTATION_SCOPE, Outcome
 
 APP = "shop"

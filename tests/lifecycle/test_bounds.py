@@ -10,8 +10,8 @@ import os
 import pytest
 from opentelemetry.trace import StatusCode
 
-from adk_otel import sanitize
 from adk_otel.testing.model import call
+from adk_otel.util import sanitize
 
 from .agents import clerk, runner_for
 from .harness import assert_clean, drive
@@ -57,7 +57,7 @@ def test_a_cut_string_fits_its_limit_marker_included(limit: int, length: int) ->
 
 
 def test_captured_content_fits_its_limit_escapes_included() -> None:
-    from adk_otel.content import TRUNCATION_MARKER, ContentCapture
+    from adk_otel.reading.content import TRUNCATION_MARKER, ContentCapture
 
     capture = ContentCapture(on_span=True, on_event=False, max_length=64)
     value = capture.value("gen_ai.input.messages", os.fsdecode(b"\xff") * 60)

@@ -15,8 +15,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 import adk_otel
-from adk_otel import pipeline
-from adk_otel.devui import EVENT_ID, INVOCATION_ID, LLM_REQUEST, LLM_RESPONSE
+from adk_otel.integrations.devui import EVENT_ID, INVOCATION_ID, LLM_REQUEST, LLM_RESPONSE
+from adk_otel.pipeline import provider as pipeline
 from adk_otel.testing.model import call, calls, fail, reply, stream
 
 from .agents import RaisingPlugin, ToolFailed, clerk

@@ -9,8 +9,8 @@ import pytest
 from google.adk.agents import SequentialAgent
 from opentelemetry.trace import StatusCode
 
-from adk_otel import sanitize
 from adk_otel.testing.model import call, reply
+from adk_otel.util import sanitize
 
 from .agents import CrashingAgent, clerk, runner_for
 from .harness import APP, assert_clean, drive, shape

@@ -43,7 +43,7 @@ import agents  # noqa: E402
 from opentelemetry import trace  # noqa: E402
 
 import adk_otel  # noqa: E402
-from adk_otel.pipeline import exporting_processor  # noqa: E402
+from adk_otel.pipeline.provider import exporting_processor  # noqa: E402
 
 
 async def main(runs: int) -> None:

@@ -17,7 +17,7 @@ import agents
 from opentelemetry import trace
 
 import adk_otel
-from adk_otel.pipeline import exporting_processor
+from adk_otel.pipeline.provider import exporting_processor
 
 
 def counts(label: str) -> None:

@@ -10,7 +10,7 @@ import logging
 import pytest
 
 import adk_otel
-from adk_otel.pipeline import build_tracer_provider
+from adk_otel.pipeline.provider import build_tracer_provider
 
 from . import agents
 from .conftest import run_child
@@ -159,7 +159,7 @@ def test_a_blank_exporter_variable_is_unset(name, clean_env, receiver, caplog):
 
 @pytest.mark.parametrize("protocol", ["http/protobuf", "grpc"])
 def test_a_blank_endpoint_is_the_default_endpoint(protocol, clean_env):
-    from adk_otel.otel_env import otlp_exporter_from_env
+    from adk_otel.pipeline.otel_env import otlp_exporter_from_env
 
     clean_env.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", protocol)
     clean_env.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "")
@@ -173,7 +173,7 @@ def test_a_blank_endpoint_is_the_default_endpoint(protocol, clean_env):
 def test_the_loss_summary_names_the_endpoint_without_credentials(clean_env) -> None:
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-    from adk_otel.export import ExportingProcessor, batch_settings
+    from adk_otel.pipeline.export import ExportingProcessor, batch_settings
 
     exporter = OTLPSpanExporter(endpoint="https://user:s3cr3t@collector:4318/v1/traces?key=s3cr3t")
     processor = ExportingProcessor(exporter, **batch_settings())

@@ -9,7 +9,7 @@ import logging
 import pytest
 
 import adk_otel
-from adk_otel.pipeline import build_tracer_provider, exporting_processor
+from adk_otel.pipeline.provider import build_tracer_provider, exporting_processor
 
 from . import agents
 from .conftest import endpoint_env

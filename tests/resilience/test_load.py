@@ -9,7 +9,7 @@ import asyncio
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import adk_otel
-from adk_otel.pipeline import build_tracer_provider, exporting_processor
+from adk_otel.pipeline.provider import build_tracer_provider, exporting_processor
 
 from . import agents
 

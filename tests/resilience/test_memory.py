@@ -18,9 +18,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 import adk_otel
 from adk_otel import AdkOtelPlugin
-from adk_otel.ledger import Entry
-from adk_otel.pipeline import build_tracer_provider
-from adk_otel.runs import Run
+from adk_otel.ledger.spans import Entry
+from adk_otel.lifecycle.runs import Run
+from adk_otel.pipeline.provider import build_tracer_provider
 
 from . import agents
 

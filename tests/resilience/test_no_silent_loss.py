@@ -14,7 +14,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
 import adk_otel
-from adk_otel.pipeline import build_tracer_provider, exporting_processor
+from adk_otel.pipeline.provider import build_tracer_provider, exporting_processor
 
 from . import agents
 

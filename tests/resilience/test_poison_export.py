@@ -18,7 +18,7 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from opentelemetry.trace import Status, StatusCode
 
 import adk_otel
-from adk_otel.pipeline import build_tracer_provider, exporting_processor
+from adk_otel.pipeline.provider import build_tracer_provider, exporting_processor
 from adk_otel.testing.model import ScriptedModel, call, reply
 from adk_otel.testing.receiver import OtlpReceiver
 

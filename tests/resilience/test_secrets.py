@@ -109,7 +109,7 @@ def test_no_secret_in_the_warning_while_running(
 ) -> None:
     """The first failure is reported during the run (not only at exit): that
     warning, quoting the exporter, is redacted too."""
-    from adk_otel.pipeline import build_tracer_provider
+    from adk_otel.pipeline.provider import build_tracer_provider
 
     host_port = refused_url("grpc").removeprefix("http://")
     for name, value in _with_secrets("http", host_port).items():

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from adk_otel import demo
+from adk_otel.cli import demo
 
 from .conftest import REPO
 
@@ -25,7 +25,7 @@ def test_failure_categories_in_the_examples_are_documented_and_the_demo_makes_on
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
     import adk_otel
-    from adk_otel.failures import Category
+    from adk_otel.reading.failures import Category
 
     named: set[str] = set()
     for doc in (REPO / "docs" / "collector.md", REPO / "README.md"):

@@ -11,8 +11,8 @@ from google.adk.tools import BaseTool, FunctionTool
 from google.adk.tools.agent_tool import AgentTool
 from google.adk.tools.long_running_tool import LongRunningFunctionTool
 
-from adk_otel import attributes as attrs
 from adk_otel import semconv as sc
+from adk_otel.reading import attributes as attrs
 from adk_otel.testing.model import ScriptedModel, call, fail, reply, stream
 
 from .harness import RichUsageModel, ScriptedGemini, run

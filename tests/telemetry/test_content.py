@@ -12,7 +12,7 @@ from google.adk.tools.agent_tool import AgentTool
 
 from adk_otel import AdkOtelPlugin
 from adk_otel import semconv as sc
-from adk_otel.content import CAPTURE_ENV, MAX_LENGTH_ENV, TRUNCATION_MARKER
+from adk_otel.reading.content import CAPTURE_ENV, MAX_LENGTH_ENV, TRUNCATION_MARKER
 from adk_otel.testing.model import ScriptedModel, call, reply
 
 from .harness import Recorded, all_strings, run

@@ -22,8 +22,8 @@ from opentelemetry.sdk.trace import TracerProvider
 
 import adk_otel
 from adk_otel import semconv as sc
-from adk_otel.content import CAPTURE_ENV
-from adk_otel.details import AS_SPAN_EVENT_ENV, DetailsLog
+from adk_otel.pipeline.details import AS_SPAN_EVENT_ENV, DetailsLog
+from adk_otel.reading.content import CAPTURE_ENV
 from adk_otel.testing.model import ScriptedModel, Step, call, calls, fail, reply, stream
 from adk_otel.testing.receiver import OtlpReceiver
 
@@ -296,7 +296,7 @@ def test_the_log_exporter_follows_the_otlp_variables(monkeypatch: pytest.MonkeyP
     from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter as Grpc
     from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter as Http
 
-    from adk_otel.otel_env import otlp_log_exporter_from_env
+    from adk_otel.pipeline.otel_env import otlp_log_exporter_from_env
 
     monkeypatch.delenv("OTEL_EXPORTER_OTLP_PROTOCOL", raising=False)
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_LOGS_ENDPOINT", "http://127.0.0.1:9/v1/logs")

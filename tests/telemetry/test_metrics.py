@@ -15,9 +15,9 @@ from google.adk.agents import LlmAgent
 from google.adk.tools.agent_tool import AgentTool
 from opentelemetry import metrics as otel_metrics
 
-from adk_otel import metrics as adk_metrics
 from adk_otel import plugin_of
 from adk_otel import semconv as sc
+from adk_otel.ledger import metrics as adk_metrics
 from adk_otel.testing.model import ScriptedModel, call, fail, reply
 
 from .harness import Recorded, ScriptedGemini, run
@@ -144,8 +144,8 @@ async def test_instruments_are_created_once_per_provider() -> None:
     await run(
         clerk(reply("b")),
         recorded=rec,
-        tracer_provider=first._settings.tracer_provider,
-        meter_provider=first._settings.meter_provider,
+        tracer_provider=first._options.tracer_provider,
+        meter_provider=first._options.meter_provider,
     )
     second = _plugin(rec)
     assert second is not first

@@ -11,9 +11,9 @@ import pytest
 from google.adk.agents import LlmAgent
 from opentelemetry.sdk.metrics.export import Histogram, Sum
 
-from adk_otel import metrics as adk_metrics
 from adk_otel import semconv as sc
-from adk_otel.stability import LATEST_GEN_AI, OPT_IN_ENV
+from adk_otel.ledger import metrics as adk_metrics
+from adk_otel.pipeline.stability import LATEST_GEN_AI, OPT_IN_ENV
 from adk_otel.testing.model import call, fail, reply, stream
 
 from .harness import Recorded, RichUsageModel, ScriptedGemini, run

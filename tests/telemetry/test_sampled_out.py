@@ -61,7 +61,7 @@ async def test_a_dropped_trace_costs_no_attributes_and_keeps_its_metrics() -> No
 async def test_the_cheap_path_is_taken_only_when_the_parent_decides(monkeypatch) -> None:
     """With no metrics, a dropped trace's child spans get their layer only (no
     attributes built from ADK objects); a kept trace gets every attribute."""
-    from adk_otel import attributes
+    from adk_otel.reading import attributes
 
     built: list[str] = []
     for name in ("agent", "tool", "model_request"):

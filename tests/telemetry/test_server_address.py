@@ -13,8 +13,8 @@ from google.adk.models.anthropic_llm import AnthropicLlm, Claude
 from google.adk.models.google_llm import Gemini
 from google.adk.models.lite_llm import LiteLlm
 
-from adk_otel import attributes as attrs
-from adk_otel import endpoint
+from adk_otel.reading import attributes as attrs
+from adk_otel.reading import endpoint
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 

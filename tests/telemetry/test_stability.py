@@ -9,7 +9,7 @@ from google.adk.agents import LlmAgent
 from google.genai import types
 
 from adk_otel import semconv as sc
-from adk_otel.stability import OPT_IN_ENV
+from adk_otel.pipeline.stability import OPT_IN_ENV
 from adk_otel.testing.model import reply
 
 from .harness import RichUsageModel, ScriptedGemini, run

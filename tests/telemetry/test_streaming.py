@@ -16,8 +16,8 @@ from google.adk.runners import InMemoryRunner
 from google.genai import types
 
 import adk_otel
-from adk_otel import metrics as adk_metrics
 from adk_otel import semconv as sc
+from adk_otel.ledger import metrics as adk_metrics
 from adk_otel.testing.model import reply, stream
 
 from .harness import APP, USER, Recorded, ScriptedGemini, providers, run

@@ -16,8 +16,8 @@ from google.adk.models.registry import LLMRegistry
 from google.adk.runners import InMemoryRunner
 from google.genai import types
 
-from adk_otel import attributes as attrs
 from adk_otel import semconv as sc
+from adk_otel.reading import attributes as attrs
 from adk_otel.testing.model import ScriptedModel
 
 from .harness import run

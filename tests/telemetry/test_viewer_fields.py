@@ -15,9 +15,9 @@ from google.genai import types
 
 import adk_otel
 from adk_otel import semconv as sc
-from adk_otel.content import CAPTURE_ENV
+from adk_otel.reading.content import CAPTURE_ENV
+from adk_otel.reading.user_id import ENV
 from adk_otel.testing.model import ScriptedModel, call, reply
-from adk_otel.user_id import ENV
 
 from .harness import APP, USER, Recorded, run
 

@@ -11,7 +11,7 @@ from google.adk.runners import InMemoryRunner
 from google.genai import types
 
 from adk_otel import semconv as sc
-from adk_otel.cli import main
+from adk_otel.cli.main import main
 from adk_otel.testing import ScriptedModel, call, reply
 from adk_otel.testing.capture import TraceCapture
 from adk_otel.traces import read_records, write_spans

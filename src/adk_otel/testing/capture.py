@@ -20,7 +20,7 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerPro
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from ..pipeline import route_global_adk_scope, suppress_adk_spans
+from ..pipeline.provider import route_global_adk_scope, suppress_adk_spans
 from ..traces.expect import assert_tree
 from ..traces.model import SpanRecord
 from ..traces.query import SpanQuery

@@ -1,0 +1,115 @@
+"""``adk-otel summarize`` and ``adk-otel compare``: regression gates from traces.
+
+::
+
+    adk-otel summarize traces/ -o baseline.summary.json [--group-by ATTR]
+    adk-otel compare baseline.summary.json traces/ --fail-on errors --fail-on tokens=+20%
+    adk-otel compare main-traces/ pr-traces/ --fail-on any --format markdown
+
+A side is anything ``tree`` reads (files, a directory, a quoted glob, ``-``
+for stdin on one side) or a summary file. Exit codes: 0 no gate tripped,
+1 a gate tripped (the report says which and why), 2 unusable input.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ..traces.limits import ReadLimits
+from ..traces.otlp_json import OtlpJsonError
+from ..traces.regression import Regression, compare, summarize_files
+from ..traces.summary_file import dumps
+
+EPILOG = """Rules (--fail-on, repeatable):
+  errors[=+N%]    an error rate up (runs, an error category, an agent/model/tool),
+                  or a new error category or type (by more than N points; default 0)
+  tokens=+N%      tokens per run (input + output) up by more than N% (default 10%)
+  latency=+N%     p95 run latency up by more than N% (default 20%)
+  calls=+N%       model or tool calls per run up by more than N% (default 10%)
+  path[=N%]       the path distribution changed by more than N% of runs (default 10%)
+  any             all of the above with their defaults
+A change is flagged only when it is significant at --alpha (Holm-adjusted per
+gate) and beyond its threshold; without --fail-on the report is shown and the
+exit code is 0. Guide: docs/compare.md."""
+
+
+def add_commands(commands: Any, limit_arguments: Callable[[argparse.ArgumentParser], None]) -> None:
+    """The two subcommands, added to the CLI's subparsers; ``limit_arguments``
+    adds the trace-file reading limits (``--max-*-mb``) to a parser."""
+    summarize = commands.add_parser(
+        "summarize",
+        help="write a baseline summary of the runs in trace files",
+        description="Write the per-group run distributions a later compare needs "
+        "(no spans, ids or content): small, fit to commit.",
+    )
+    summarize.add_argument(
+        "files", nargs="+", metavar="FILE", help="trace files, a directory, a quoted glob, or -"
+    )
+    summarize.add_argument("-o", "--output", required=True, metavar="FILE", help="summary file")
+    _group_by(summarize)
+    limit_arguments(summarize)
+    compare_parser = commands.add_parser(
+        "compare",
+        help="compare two sets of runs; gate CI on regressions",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    compare_parser.add_argument("baseline", metavar="BASELINE", help="trace files or a summary")
+    compare_parser.add_argument("candidate", metavar="CANDIDATE", help="trace files or a summary")
+    compare_parser.add_argument(
+        "--fail-on", action="append", default=[], metavar="RULE", help="a gate (see below)"
+    )
+    compare_parser.add_argument(
+        "--alpha", type=float, default=0.05, help="significance level (default 0.05)"
+    )
+    compare_parser.add_argument(
+        "--format", choices=("text", "markdown", "json"), default="text", help="report format"
+    )
+    _group_by(compare_parser)
+    limit_arguments(compare_parser)
+    compare_parser.add_argument(
+        "--color",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="colour the report (default: on a terminal, unless NO_COLOR is set)",
+    )
+
+
+def _group_by(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--group-by",
+        action="append",
+        metavar="ATTRIBUTE",
+        help="group runs per value of this span or resource attribute (e.g. a test case "
+        "id, or gen_ai.conversation.id) as well as per app; repeatable",
+    )
+
+
+def cmd_summarize(args: argparse.Namespace, limits: ReadLimits) -> tuple[int, str]:
+    summary = summarize_files(args.files, args.group_by or (), limits=limits)
+    output = Path(args.output)
+    try:
+        output.write_text(dumps(summary), encoding="utf-8")
+    except OSError as exc:
+        raise OtlpJsonError(f"{output}: cannot write ({exc.strerror or exc})") from None
+    return 0, (
+        f"adk-otel summarize: {summary.runs} runs in {len(summary.groups)} group(s) "
+        f"from {summary.spans} spans -> {output}\n"
+    )
+
+
+def cmd_compare(args: argparse.Namespace, color: bool, limits: ReadLimits) -> tuple[int, str]:
+    result: Regression = compare(
+        args.baseline,
+        args.candidate,
+        fail_on=args.fail_on,
+        alpha=args.alpha,
+        group_by=args.group_by,
+        limits=limits,
+    )
+    if args.format == "text":
+        return result.exit_code, result.report("text", color=color)
+    return result.exit_code, result.report(args.format)

@@ -1,0 +1,340 @@
+"""Roll-ups, metrics and end-of-span content events, kept beside the span ledger.
+
+:class:`TelemetryLedger` extends the plugin's :class:`~adk_otel.ledger.spans.Ledger`
+at ``start`` and ``_finish``, the one place every span ends, so spans ADK never
+closes (swept, cancelled, closed early) get their numbers too:
+
+* **Roll-ups.** Model-call token usage and model/tool call counts are added to
+  every agent and invocation span above the call and written as that span
+  ends (each span's facts, facts.py). The walk follows ``Entry.parent`` and
+  hops from an ``AgentTool``'s nested run to the calling tool span, so callers
+  include sub-agents' spend.
+* **Metrics** (only with a meter provider): recorded as each span ends, by
+  the instruments of metrics.py.
+* **Content events** (content capture in an EVENT mode): one span event per
+  span, emitted as it ends, with everything captured for it; a model call's
+  is the details event, a log record when a logger is set (``pipeline/details.py``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.util.types import AttributeValue
+
+from .. import semconv as sc
+from ..pipeline.details import DetailsLog, structured
+from ..semconv import Outcome
+from . import metrics
+from .facts import INVOCATION, MODEL, ROLLUP_KINDS, TOOL, Facts, dimensions, rollups_over
+from .metrics import Instruments
+from .spans import Entry, Ledger, error_type
+
+_INFERENCE_EVENT_KEYS = (
+    sc.GEN_AI_OPERATION_NAME,
+    sc.GEN_AI_PROVIDER_NAME,
+    sc.GEN_AI_REQUEST_MODEL,
+    sc.SERVER_ADDRESS,
+    sc.SERVER_PORT,
+)
+
+
+_NONE: tuple[str, ...] = ()
+
+_DETAILS_START_KEYS = frozenset(
+    {
+        sc.GEN_AI_OPERATION_NAME,
+        sc.GEN_AI_PROVIDER_NAME,
+        sc.GEN_AI_CONVERSATION_ID,
+        sc.GEN_AI_OUTPUT_TYPE,
+        sc.SERVER_ADDRESS,
+        sc.SERVER_PORT,
+    }
+)
+
+
+def _details_record(
+    facts: Facts, outcome: Outcome, error: BaseException | None, reason: str | None
+) -> dict[str, Any]:
+    """A model call's details event as a log record's attributes: the call's
+    request and response attributes, and its content as structured values."""
+    record: dict[str, Any] = {
+        k: v
+        for k, v in facts.attributes.items()
+        if k in _DETAILS_START_KEYS or k.startswith("gen_ai.request.")
+    }
+    record.update((k, v) for k, v in (facts.response or {}).items() if k.startswith("gen_ai."))
+    if facts.first_chunk is not None:
+        record[sc.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] = facts.first_chunk
+    if outcome is Outcome.ERROR:
+        record[sc.ERROR_TYPE] = error_type(error) if error is not None else reason or "_OTHER"
+    record.update((k, structured(v)) for k, v in (facts.event or {}).items())
+    return record
+
+
+def _since_start(entry: Entry, facts: Facts, now: int) -> float | None:
+    """Seconds since ``entry``'s span started: from the metric clock when
+    metrics are on, else from the span's own start time."""
+    if facts.started:
+        return (now - facts.started) / 1e9
+    start = getattr(entry.span, "start_time", None)
+    return (time.time_ns() - start) / 1e9 if isinstance(start, int) else None
+
+
+class TelemetryLedger(Ledger):
+    """A :class:`Ledger` that also rolls usage up, records metrics and emits
+    deferred content events (see the module doc)."""
+
+    def __init__(self, tracer: trace.Tracer, instruments: Instruments | None = None) -> None:
+        super().__init__(tracer)
+        self.instruments = instruments
+        self.details: DetailsLog | None = None
+        """Where model calls' details events go as log records; None: span events."""
+        self._tools_by_span: dict[int, Entry] = {}
+
+    def retarget(self, tracer: trace.Tracer, instruments: Instruments | None = None) -> None:
+        super().retarget(tracer)
+        self.instruments = instruments
+
+    def will_record(self, parent: Entry | None) -> bool:
+        # Metrics count sampled-out operations too, with their full dimensions.
+        # (Ledger.will_record written out: this runs in every opening hook.)
+        return (
+            self.instruments is not None
+            or parent is None
+            or parent.recording
+            or not self._follows_parent
+        )
+
+    def _started(
+        self,
+        entry: Entry,
+        attributes: Mapping[str, AttributeValue],
+        parent_context: otel_context.Context | None,
+    ) -> None:
+        if not entry.recording and self._follows_parent and self.instruments is None:
+            # Sampled out, and so is everything under it: no roll-ups to keep,
+            # no metrics to record.
+            return
+        kind = str(attributes.get(sc.ADK_SPAN_KIND, ""))
+        up = entry.parent
+        if up is None and kind == INVOCATION:
+            up = self._calling_tool(parent_context)
+        facts = Facts(kind, rollups_over(up), attributes)  # positional: see Entry
+        if self.instruments is not None:
+            facts.started = time.perf_counter_ns()
+        entry.facts = facts
+        if kind == MODEL:
+            for totals in facts.above:
+                totals.model_calls += 1
+        elif kind == TOOL:
+            for totals in facts.above:
+                totals.tool_calls += 1
+            # A sampled-out tool sharing its parent's span has no id of its own
+            # (and nothing under it is recorded): nothing to find it by.
+            span_id = entry.span.get_span_context().span_id
+            if span_id and (entry.recording or not self._follows_parent):
+                self._tools_by_span[span_id] = entry
+
+    def retype(self, entry: Entry, attributes: Mapping[str, AttributeValue]) -> None:
+        super().retype(entry, attributes)
+        facts: Facts | None = entry.facts
+        opened = entry.opened_with or {}
+        kind = str(opened.get(sc.ADK_SPAN_KIND, ""))
+        if facts is None or facts.kind == kind:
+            return
+        facts.kind, facts.attributes = kind, opened
+        if kind == TOOL:
+            for totals in facts.above:
+                totals.tool_calls += 1
+            span_id = entry.span.get_span_context().span_id
+            if span_id and entry.recording:
+                self._tools_by_span[span_id] = entry
+
+    def _calling_tool(self, parent_context: otel_context.Context | None) -> Entry | None:
+        if not self._tools_by_span:
+            return None
+        span_id = trace.get_current_span(parent_context).get_span_context().span_id
+        return self._tools_by_span.get(span_id)
+
+    def responded(self, entry: Entry, attributes: Mapping[str, AttributeValue]) -> None:
+        """A model call's final response attributes (usage, response model)."""
+        facts: Facts | None = entry.facts
+        if facts is None:
+            return
+        usage = [
+            (k, v) for k, v in attributes.items() if k in sc.ROLLUP_USAGE and isinstance(v, int)
+        ]
+        if usage:
+            for totals in facts.above:
+                tokens = totals.tokens if totals.tokens is not None else {}
+                for k, v in usage:
+                    total = sc.ROLLUP_USAGE[k]
+                    tokens[total] = tokens.get(total, 0) + v
+                totals.tokens = tokens
+        facts.response_model = attributes.get(sc.GEN_AI_RESPONSE_MODEL)
+        facts.response = attributes
+        instruments = self.instruments
+        if instruments is None or not instruments.model_calls:
+            return
+        metrics.record_usage(instruments, facts, attributes)
+
+    def chunk(self, entry: Entry, *, final: bool = False) -> None:
+        """A streamed model response arrived: a partial chunk, or (``final``)
+        the final response, which counts as the first and only chunk of a
+        streamed call that sent no partial one. Sets the time to first chunk
+        on the span; the chunk metrics are recorded as the span ends."""
+        facts: Facts | None = entry.facts
+        if facts is None:
+            return
+        if final and (facts.chunk_at or facts.attributes.get(sc.GEN_AI_REQUEST_STREAM) is not True):
+            return
+        now = time.perf_counter_ns()
+        if facts.chunk_at:
+            if self.instruments is not None:
+                gaps = facts.chunk_gaps if facts.chunk_gaps is not None else []
+                gaps.append((now - facts.chunk_at) / 1e9)
+                facts.chunk_gaps = gaps
+        else:
+            facts.first_chunk = _since_start(entry, facts, now)
+            if facts.first_chunk is not None and entry.span.is_recording():
+                entry.span.set_attribute(sc.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK, facts.first_chunk)
+        facts.chunk_at = now
+
+    def add_event_attributes(
+        self, entry: Entry, name: str, attributes: Mapping[str, AttributeValue]
+    ) -> None:
+        """Content for the span event emitted when ``entry`` ends."""
+        facts: Facts | None = entry.facts
+        if facts is None:
+            return
+        if facts.event is None:
+            facts.event = {}
+        facts.event_name = name
+        facts.event.update(attributes)
+
+    def conclude(
+        self,
+        entry: Entry,
+        outcome: Outcome,
+        error: BaseException | None = None,
+        reason: str | None = None,
+        description: str | None = None,
+        extra: Mapping[str, AttributeValue] | None = None,
+        foreign: str | None = None,
+    ) -> None:
+        """As :meth:`Ledger.conclude`; a model call's details record goes out
+        (or waits for its tool-call ids) now, before the response event that
+        links it: on some ADK releases the span ends only after that event."""
+        super().conclude(entry, outcome, error, reason, description, extra, foreign)
+        details = self.details
+        if details is None:
+            return
+        facts: Facts | None = entry.facts
+        if facts is None or facts.kind != MODEL or facts.event is None:
+            return
+        try:
+            start = facts.attributes
+            details.emit_or_hold(
+                entry.span,
+                _details_record(facts, outcome, error, reason),
+                start.get(sc.ADK_INVOCATION_ID),
+                start.get(sc.GEN_AI_AGENT_NAME),
+            )
+        except Exception:
+            self._failed("emitting a model call's details")
+        facts.event = None
+
+    def _finish(
+        self,
+        entry: Entry,
+        outcome: Outcome,
+        error: BaseException | None,
+        reason: str | None,
+        extra: Mapping[str, AttributeValue] | None = None,
+        description: str | None = None,
+    ) -> None:
+        facts: Facts | None = entry.facts
+        entry.facts = None
+        if facts is None or entry.ended:
+            super()._finish(entry, outcome, error, reason, extra, description)
+            return
+        rollup: Mapping[str, AttributeValue] | None = None
+        category: str | None = None
+        try:
+            if outcome is Outcome.ERROR:
+                category = self._count_failure(facts, extra)
+            rollup = self._wrap_up(entry, facts, outcome, error, reason)
+        except Exception:
+            self._failed("rolling up a span's totals")
+        if extra:
+            rollup = {**rollup, **extra} if rollup else extra
+        super()._finish(entry, outcome, error, reason, rollup, description)
+        if self.instruments is not None:
+            try:
+                ended = entry.pending.end_perf if entry.pending is not None else None
+                metrics.record_end(
+                    self.instruments, facts, outcome, error, reason, category, extra, ended
+                )
+            except Exception:
+                self._failed("recording a span's metrics")
+
+    def _count_failure(self, facts: Facts, extra: Mapping[str, AttributeValue] | None) -> str:
+        """An ERROR span: counted on every agent and invocation span above it."""
+        found = extra.get(sc.ADK_ERROR_CATEGORY) if extra else None
+        category = found if isinstance(found, str) else "other"
+        for totals in facts.above:
+            totals.errors += 1
+            if totals.categories is None:
+                totals.categories = set()
+            totals.categories.add(category)
+        return category
+
+    def _wrap_up(
+        self,
+        entry: Entry,
+        facts: Facts,
+        outcome: Outcome,
+        error: BaseException | None,
+        reason: str | None,
+    ) -> dict[str, AttributeValue] | None:
+        """The roll-up attributes for a span about to end; emits its content event."""
+        if facts.kind == TOOL:
+            span_id = entry.span.get_span_context().span_id
+            if self._tools_by_span.get(span_id) is entry:
+                del self._tools_by_span[span_id]
+        span = entry.span
+        rollup: dict[str, AttributeValue] | None = None
+        if facts.kind in ROLLUP_KINDS and entry.recording:
+            rollup = {
+                sc.ADK_MODEL_CALL_COUNT: facts.model_calls,
+                sc.ADK_TOOL_CALL_COUNT: facts.tool_calls,
+                sc.ADK_ERROR_COUNT: facts.errors,
+                sc.ADK_ERROR_CATEGORIES: _NONE
+                if facts.categories is None
+                else tuple(sorted(facts.categories)),
+                **(facts.tokens or {}),
+            }
+        details = self.details
+        if facts.event is not None:
+            event = facts.event
+            if facts.kind == MODEL and details is not None:
+                start = facts.attributes
+                details.emit_or_hold(
+                    span,
+                    _details_record(facts, outcome, error, reason),
+                    start.get(sc.ADK_INVOCATION_ID),
+                    start.get(sc.GEN_AI_AGENT_NAME),
+                )
+            else:
+                if facts.kind == MODEL:
+                    event = {**dimensions(facts, _INFERENCE_EVENT_KEYS), **event}
+                span.add_event(facts.event_name, event)
+        if facts.kind == INVOCATION and details is not None:
+            # Records still waiting for tool-call ids go out without them.
+            details.flush(facts.attributes.get(sc.ADK_INVOCATION_ID))
+        return rollup

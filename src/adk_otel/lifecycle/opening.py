@@ -1,0 +1,161 @@
+"""How each layer's span opens: its parent, name, kind and start attributes.
+
+Every opening hook first unwinds what other contexts ended (``Ledger.unwind``)
+and leaves the new span current for the rest of its layer, so the layer's
+own callbacks and library spans made inside it nest under it. A span whose
+trace is sampled out gets only the attribute that names its kind: nothing
+else would be written.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from opentelemetry import trace
+
+from .. import semconv as sc
+from ..ledger.spans import Entry
+from ..ledger.telemetry import TelemetryLedger
+from ..reading import attributes as attrs
+from ..semconv import LIVE_MODEL_REQUEST_EVENT
+from ..util import sanitize
+from . import nodes
+from .runs import Run
+
+
+def open_agent(
+    ledger: TelemetryLedger,
+    run: Run | None,
+    key: object,
+    agent: Any,
+    callback_context: Any,
+    latest: bool,
+) -> Entry:
+    """An agent's span, under the innermost open span of its nearest
+    ancestor agent, else under the run's."""
+    parent: Entry | None = None
+    ancestor = getattr(agent, "parent_agent", None)
+    while run is not None and ancestor is not None:
+        parent = run.innermost_agent(ancestor.name)
+        if parent is not None:
+            break
+        ancestor = getattr(ancestor, "parent_agent", None)
+    if parent is None:
+        # An agent node of a workflow: under the node or nested workflow that runs it.
+        node = nodes.enclosing(trace.get_current_span())
+        if node is not None:
+            parent = node.entry
+        elif run is not None:
+            parent = run.entry
+    ledger.unwind()
+    if parent is not None and parent.children:
+        # A sibling agent (a loop's previous iteration) whose callbacks are done.
+        ledger.settle_children(parent)
+    if ledger.will_record(parent):
+        attributes = attrs.agent(agent, callback_context, getattr(ancestor, "name", None), latest)
+        if parent is not None and run is not None:
+            attributes = _placed(attributes, run, parent, agent, ancestor)
+    else:
+        attributes = attrs.AGENT_KIND_ONLY
+    entry = ledger.start(
+        key,
+        f"invoke_agent {agent.name}",
+        parent=parent,
+        # A remote agent's span is the client side of a call to another service.
+        kind=trace.SpanKind.CLIENT if attrs.is_remote_agent(agent) else trace.SpanKind.INTERNAL,
+        attributes=attributes,
+    )
+    # Current while the agent's own code runs (ADK runs this hook in the
+    # agent's task and context), so library spans made in its body, such
+    # as an A2A or HTTP client's, nest under it.
+    ledger.attach(entry)
+    return entry
+
+
+def _placed(
+    attributes: attrs.Attributes, run: Run, parent: Entry, agent: Any, ancestor: Any
+) -> attrs.Attributes:
+    """An agent's loop iteration and parallel branch: its own when its parent
+    agent is a ``LoopAgent`` (how many times it ran there, this time
+    included) or a ``ParallelAgent`` (its name), else its parent's."""
+    opened = parent.opened_with
+    place = {k: opened[k] for k in _PLACE if k in opened} if opened else {}
+    kind = type(ancestor).__name__ if ancestor is not None else ""
+    if kind == "LoopAgent":
+        counts = run.iterations.setdefault(parent, {})
+        iteration = counts[agent.name] = counts.get(agent.name, 0) + 1
+        place[sc.ADK_LOOP_ITERATION] = iteration
+    elif kind == "ParallelAgent":
+        place[sc.ADK_PARALLEL_BRANCH] = sanitize.clean(agent.name)
+    return {**attributes, **place} if place else attributes
+
+
+_PLACE = (sc.ADK_LOOP_ITERATION, sc.ADK_PARALLEL_BRANCH)
+
+
+def open_model(
+    ledger: TelemetryLedger,
+    parent: Entry | None,
+    callback_context: Any,
+    llm_request: Any,
+    latest: bool,
+) -> Entry:
+    """A model call's span, keyed by the ``EventActions`` object its
+    callback context carries (the same object reaches its after hook)."""
+    actions = callback_context.actions
+    ledger.unwind()
+    entry = ledger.start(
+        ("model", id(actions)),
+        f"generate_content {attrs.model_name(llm_request)}",
+        parent=parent,
+        kind=trace.SpanKind.CLIENT,
+        attributes=(
+            attrs.model_request(callback_context, llm_request, latest)
+            if ledger.will_record(parent)
+            else attrs.MODEL_KIND_ONLY
+        ),
+        anchor=actions,
+    )
+    ledger.attach(entry)
+    return entry
+
+
+def live_model_request(parent: Entry, llm_request: Any) -> None:
+    """A live session calls before_model per user content and never
+    after_model: an event on ``parent`` says it happened, without a span
+    that could never end honestly."""
+    parent.span.add_event(
+        LIVE_MODEL_REQUEST_EVENT,
+        {sc.GEN_AI_REQUEST_MODEL: sanitize.clean(attrs.model_name(llm_request))},
+    )
+
+
+def open_tool(ledger: TelemetryLedger, parent: Entry | None, tool: Any, tool_context: Any) -> Entry:
+    """A tool call's span, keyed by ``(invocation_id, function_call_id)``."""
+    ledger.unwind()
+    entry = ledger.start(
+        ("tool", tool_context.invocation_id, tool_context.function_call_id),
+        f"execute_tool {tool.name}",
+        parent=parent,
+        attributes=(
+            attrs.tool(tool, tool_context) if ledger.will_record(parent) else attrs.TOOL_KIND_ONLY
+        ),
+    )
+    ledger.attach(entry)
+    return entry
+
+
+def tool_node(ledger: TelemetryLedger, node: nodes.NodeSpan, tool: Any, tool_context: Any) -> Entry:
+    """A tool call made inside a workflow node. A tool node's own tool: the
+    node's span becomes the tool call's (one span per unit), renamed, with
+    the tool's attributes over the node's. Any other: a tool span under it."""
+    key = ("tool", tool_context.invocation_id, tool_context.function_call_id)
+    entry = nodes.adopt_tool(node, tool.name, key)
+    if entry is None:
+        return open_tool(ledger, node.entry, tool, tool_context)
+    ledger.unwind()
+    if entry.recording:
+        entry.span.update_name(sanitize.clean(f"execute_tool {tool.name}"))
+    ledger.retype(entry, {**attrs.tool(tool, tool_context), sc.ADK_NODE_KIND: "tool"})
+    ledger.attach(entry)
+    return entry

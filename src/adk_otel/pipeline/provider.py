@@ -1,0 +1,343 @@
+"""Where spans go: the tracer provider and the ADK-scope policy.
+
+* A provider handed in is used as is.
+* Otherwise an SDK provider already installed globally (by the application,
+  ``opentelemetry-instrument`` or ``adk web``) is reused, never replaced (the
+  one ADK's server built from ``OTEL_*`` alone has its OTLP export taken over
+  by adk-otel's processor: ``adopt.py``).
+* Otherwise one is built from the standard ``OTEL_*`` environment variables
+  (service name, resource attributes, sampler, OTLP endpoint, protocol,
+  headers, timeout), with a random ``service.instance.id`` unless one is set,
+  exporting over OTLP with a batch processor, and installed globally so ADK
+  and other libraries share it.
+
+ADK also emits its own spans (scope ``gcp.vertex.agent``). By default they are
+switched off on the provider adk-otel uses, through the SDK's tracer
+configurator: ADK then gets non-recording spans that carry the parent context
+through, so the tree stays connected with one layer per operation. They are
+kept only when asked (``keep_adk_spans=True`` or ``ADK_OTEL_KEEP_ADK_SPANS=true``),
+under ADK's web/API server too: its dev UI is drawn from adk-otel's spans
+there (``integrations/devui.py``). The A2A SDK's internal spans (scope
+``a2a-python-sdk``, dozens per remote call) are switched off the same way unless
+``ADK_OTEL_KEEP_A2A_SPANS=true``.
+Bad configuration is reported with a warning naming the variable; it
+never stops the agent (``otel_env.py``). The batch processor is described in
+``export.py``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from opentelemetry import trace
+from opentelemetry.sdk._logs import LogRecordProcessor
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SpanExporter
+
+from ..lifecycle.nodes import NodeTracer
+from ..semconv import A2A_SDK_SCOPE, ADK_SCOPE, INSTRUMENTATION_SCOPE
+from ..util import env
+from ..util.redact import guarded
+from ..version import __version__
+from . import adk_scope, adopt
+from .export import ExportingProcessor, batch_settings
+from .instance import with_instance_id
+from .otel_env import otlp_exporter_from_env, otlp_log_exporter_from_env, sampler_from_env
+
+logger: logging.Logger = guarded(logging.getLogger("adk_otel.pipeline"))
+
+KEEP_ADK_SPANS_ENV = "ADK_OTEL_KEEP_ADK_SPANS"
+KEEP_A2A_SPANS_ENV = "ADK_OTEL_KEEP_A2A_SPANS"
+_SUPPRESSING = "_adk_otel_suppresses_adk_scope"
+_build_lock = threading.Lock()
+_built: dict[str, Any] = {}
+"""The tracer provider adk-otel built and installed (``tracer``), and the
+logger provider it built beside it when first needed (``logger``)."""
+_unswitchable: set[int] = set()
+"""Providers already warned about: their SDK cannot switch a scope off."""
+
+
+@dataclass(frozen=True)
+class TelemetrySettings:
+    tracer_provider: trace.TracerProvider | None = None
+    keep_adk_spans: bool | None = None
+    meter_provider: Any = None
+    """Where metrics go (see ``ledger/metrics.py``); None: the global meter provider."""
+    logger_provider: Any = None
+    """Where the details event goes as a log record (see ``details.py``)."""
+    details_as_span_event: bool | None = None
+
+
+def resolve_tracer(settings: TelemetrySettings) -> trace.Tracer:
+    """The tracer adk-otel's spans are made with, pipeline set up if needed."""
+    provider = settings.tracer_provider or global_tracer_provider()
+    if settings.tracer_provider is None:
+        adopt.take_over(provider)  # ADK's server built it from OTEL_* alone (adopt.py)
+    keep = keep_adk_spans(settings.keep_adk_spans)
+    if isinstance(provider, AdkOtelTracerProvider):
+        provider.keep_adk_spans(keep)
+    elif isinstance(provider, TracerProvider):
+        route_adk_scope(provider, route=not keep)
+    if not keep:
+        suppress_adk_spans(provider)
+    elif adk_scope.switch_on(
+        provider, "tracer", scopes=frozenset({ADK_SCOPE}), marker=_SUPPRESSING
+    ):
+        # Asked to keep them on a provider where an earlier default switched them off.
+        logger.info("adk-otel: ADK's own spans switched back on for this provider")
+    if not env.flag(KEEP_A2A_SPANS_ENV, logger.warning):
+        suppress_scopes(provider, frozenset({A2A_SDK_SCOPE}))
+    return provider.get_tracer(INSTRUMENTATION_SCOPE, __version__)
+
+
+def keep_adk_spans(explicit: bool | None) -> bool:
+    """The argument, else ``ADK_OTEL_KEEP_ADK_SPANS`` (true or false), else
+    off: one span per operation on every path, ``adk web`` included."""
+    if explicit is not None:
+        return explicit
+    return env.flag(KEEP_ADK_SPANS_ENV, logger.warning) is True
+
+
+def global_tracer_provider() -> trace.TracerProvider:
+    """The global provider; built from ``OTEL_*`` and installed if none is set."""
+    with _build_lock:
+        current = trace.get_tracer_provider()
+        if not isinstance(current, trace.ProxyTracerProvider):
+            return current
+        if os.environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
+            return trace.NoOpTracerProvider()
+        provider = build_tracer_provider()
+        trace.set_tracer_provider(provider)
+        _built["tracer"] = provider
+        return trace.get_tracer_provider()
+
+
+def built_logger_provider() -> Any:
+    """A logger provider exporting over OTLP (``OTEL_EXPORTER_OTLP_*``, as the
+    spans), built and installed globally when adk-otel built the tracer
+    provider itself and no global logger provider is set; else None."""
+    with _build_lock:
+        if "logger" in _built or "tracer" not in _built:
+            return _built.get("logger")
+        from opentelemetry._logs import get_logger_provider, set_logger_provider
+        from opentelemetry.sdk._logs import LoggerProvider
+        from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
+
+        provider = LoggerProvider(resource=_built["tracer"].resource)
+        exporter = otlp_log_exporter_from_env()
+        if exporter is not None:
+            provider.add_log_record_processor(
+                _WithoutScope(BatchLogRecordProcessor(exporter), ADK_SCOPE)
+            )
+        set_logger_provider(provider)
+        _built["logger"] = get_logger_provider()
+        return _built["logger"]
+
+
+class AdkOtelTracerProvider(TracerProvider):
+    """The SDK's tracer provider, except that ADK's own scope gets adk-otel's
+    :class:`~adk_otel.nodes.NodeTracer`: ADK's workflow node spans join the
+    run's tree and its duplicates of adk-otel's layers are not recorded.
+
+    adk-otel builds one when no provider is installed. An application that
+    builds its own provider makes this one (same arguments as the SDK's) to
+    get workflow node spans; the standard ``OTEL_PYTHON_TRACER_PROVIDER=adk_otel``
+    makes the OpenTelemetry API build it from ``OTEL_*`` on first use (for
+    ``adk web`` and ``adk api_server``, which build their own otherwise).
+    ``keep_adk_spans=True`` gives ADK its own tracer back."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._adk_node_tracer: NodeTracer | None = None
+        self._keep_adk_spans = False
+
+    def keep_adk_spans(self, keep: bool) -> None:
+        """True: ADK records its own spans (its tracer as the SDK made it)."""
+        self._keep_adk_spans = keep
+        if self._adk_node_tracer is not None:
+            self._adk_node_tracer.native = keep
+
+    def get_tracer(
+        self,
+        instrumenting_module_name: str,
+        instrumenting_library_version: str | None = None,
+        schema_url: str | None = None,
+        attributes: Any = None,
+    ) -> trace.Tracer:
+        tracer = super().get_tracer(
+            instrumenting_module_name, instrumenting_library_version, schema_url, attributes
+        )
+        if instrumenting_module_name != ADK_SCOPE:
+            return tracer
+        if self._adk_node_tracer is None:
+            self._adk_node_tracer = NodeTracer(tracer, native=self._keep_adk_spans)
+        return self._adk_node_tracer
+
+
+class _RoutedTracers(dict[Any, Any]):
+    """An SDK provider's tracer cache that answers ADK's scope with adk-otel's
+    :class:`NodeTracer` (see :func:`route_adk_scope`)."""
+
+    def __init__(self, tracers: dict[Any, Any], node_tracer: NodeTracer) -> None:
+        super().__init__(tracers)
+        self.node_tracer = node_tracer
+        self.routing = True
+
+    def __contains__(self, scope: object) -> bool:
+        if self.routing and getattr(scope, "name", None) == ADK_SCOPE:
+            return True
+        return super().__contains__(scope)
+
+    def __getitem__(self, scope: Any) -> Any:
+        if self.routing and getattr(scope, "name", None) == ADK_SCOPE:
+            return self.node_tracer
+        return super().__getitem__(scope)
+
+
+def route_adk_scope(provider: TracerProvider, *, route: bool) -> bool:
+    """Give ADK's scope adk-otel's :class:`NodeTracer` on an SDK provider
+    adk-otel did not build (ADK's servers build their own; so may the
+    application), as :class:`AdkOtelTracerProvider` does on its own: workflow
+    nodes then get spans in adk-otel's tree. The SDK has no public way to
+    choose the tracer of one scope, so its tracer cache is given one that
+    answers that scope (as ``adopt.py`` edits ADK's server provider's
+    processors). A tracer ADK obtained before this ran stays as it was (node
+    spans are then missing, and the plugin says so once). ``route=False``
+    (ADK's own spans kept) hands ADK the SDK's tracer again. Never raises;
+    False when the provider's cache is not the SDK's usual dict."""
+    try:
+        with provider._tracers_lock:
+            tracers = provider._tracers
+            if isinstance(tracers, _RoutedTracers):
+                tracers.routing = route
+                # A NodeTracer ADK already holds passes its calls on to the SDK's.
+                tracers.node_tracer.native = not route
+                return True
+            if not route:
+                return False
+            if type(tracers) is not dict:
+                return False
+        sdk_tracer = provider.get_tracer(ADK_SCOPE)
+        with provider._tracers_lock:
+            provider._tracers = _RoutedTracers(provider._tracers, NodeTracer(sdk_tracer))
+        return True
+    except Exception:
+        logger.debug("adk-otel: routing ADK's scope failed", exc_info=True)
+        return False
+
+
+def route_global_adk_scope() -> None:
+    """ADK's node tracing takes its tracer from the *global* provider, even when
+    adk-otel's spans go to a provider handed in (a test's capture): make the
+    global one answer ADK's scope. With none installed, an
+    :class:`AdkOtelTracerProvider` with no processor is installed: it exports
+    nothing, and the node spans it routes are made on the handed-in provider."""
+    with _build_lock:
+        current = trace.get_tracer_provider()
+        if isinstance(current, trace.ProxyTracerProvider):
+            trace.set_tracer_provider(AdkOtelTracerProvider())
+            return
+    if isinstance(current, TracerProvider) and not isinstance(current, AdkOtelTracerProvider):
+        route_adk_scope(current, route=True)
+
+
+def provider_from_env() -> AdkOtelTracerProvider:
+    """The provider the OpenTelemetry API builds for
+    ``OTEL_PYTHON_TRACER_PROVIDER=adk_otel`` (an ``opentelemetry_tracer_provider``
+    entry point): :func:`build_tracer_provider`."""
+    return build_tracer_provider()
+
+
+def build_tracer_provider(exporter: SpanExporter | None = None) -> AdkOtelTracerProvider:
+    """An SDK provider from the environment (sampler from ``OTEL_TRACES_SAMPLER``
+    / ``_ARG``), exporting through an :class:`ExportingProcessor`, with ADK's
+    node spans in adk-otel's tree (:class:`AdkOtelTracerProvider`)."""
+    provider = AdkOtelTracerProvider(
+        resource=with_instance_id(Resource.create()), sampler=sampler_from_env()
+    )
+    exporter = exporter if exporter is not None else otlp_exporter_from_env()
+    if exporter is not None:
+        provider.add_span_processor(ExportingProcessor(exporter, **batch_settings()))
+    return provider
+
+
+class _WithoutScope(LogRecordProcessor):
+    """A log record processor passing on every record except one scope's:
+    ADK's own log events (scope ``gcp.vertex.agent``), which repeat the
+    details event, never went anywhere before this provider existed."""
+
+    def __init__(self, inner: Any, scope: str) -> None:
+        self._inner = inner
+        self._scope = scope
+
+    def on_emit(self, log_record: Any) -> None:
+        scope = getattr(log_record, "instrumentation_scope", None)
+        if getattr(scope, "name", None) != self._scope:
+            self._inner.on_emit(log_record)
+
+    def shutdown(self) -> None:
+        self._inner.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return bool(self._inner.force_flush(timeout_millis))
+
+
+def exporting_processor(provider: Any) -> ExportingProcessor | None:
+    """The :class:`ExportingProcessor` of a provider built here, if any."""
+    active = getattr(provider, "_active_span_processor", None)
+    for processor in getattr(active, "_span_processors", ()):
+        if isinstance(processor, ExportingProcessor):
+            return processor
+    return None
+
+
+def suppress_adk_spans(provider: Any) -> bool:
+    """Switch ADK's own spans off on ``provider``; False when it cannot."""
+    return suppress_scopes(provider, frozenset({ADK_SCOPE}))
+
+
+def suppress_scopes(provider: Any, scopes: frozenset[str]) -> bool:
+    """Switch the spans of ``scopes`` off on ``provider``; False when it cannot."""
+    try:
+        from opentelemetry.sdk.trace import _TracerConfig
+    except ImportError:
+        switched = False
+    else:
+        switched = adk_scope.switch_off(
+            provider,
+            "tracer",
+            scopes=scopes,
+            disabled=_TracerConfig(is_enabled=False),
+            default=_TracerConfig.default,
+            marker=_SUPPRESSING,
+        )
+    if not switched and isinstance(provider, TracerProvider) and id(provider) not in _unswitchable:
+        _unswitchable.add(id(provider))
+        what = (
+            "ADK's own spans"
+            if scopes == {ADK_SCOPE}
+            else "the spans of " + ", ".join(sorted(scopes))
+        )
+        logger.warning(
+            "adk-otel: this opentelemetry-sdk (%s) cannot switch %s off: its tracer "
+            "configurator (_set_tracer_configurator, _TracerConfig: an experimental API, "
+            "in 1.40 to 1.44 at least) is missing or refused; they will be recorded "
+            "alongside adk-otel's spans",
+            _sdk_version(),
+            what,
+        )
+    return switched
+
+
+def _sdk_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("opentelemetry-sdk")
+    except Exception:
+        return "unknown version"
