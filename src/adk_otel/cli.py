@@ -11,7 +11,7 @@
     adk-otel demo [ARGS...]                     # run the bundled demo app
 
 ``FILE`` is OTLP JSON as the OpenTelemetry Collector's ``file`` exporter (or
-``adk_otel.traces.otlp_json.OtlpJsonFileExporter``) writes it; ``-`` reads stdin.
+``adk_otel.traces.io.otlp_json.OtlpJsonFileExporter``) writes it; ``-`` reads stdin.
 Also read: the exporter's ``format: proto`` (length-prefixed protobuf) and
 ``compression: zstd``, and gzip- or zstd-compressed files (recognized by
 their bytes, not their names; zstd needs ``pip install 'adk-otel[zstd]'``
@@ -83,10 +83,10 @@ from typing import Any
 
 from . import cli_compare, sanitize
 from .traces.expect import parse_tree, render_expected, tree_mismatch, unknown_key
-from .traces.files import read_records, read_traces
-from .traces.limits import NAMES, ReadLimits, flag_name, over, parse_mib
-from .traces.model import Forest, SpanRecord
-from .traces.otlp_json import OtlpJsonError
+from .traces.io.files import read_records, read_traces
+from .traces.io.limits import NAMES, ReadLimits, flag_name, over, parse_mib
+from .traces.io.model import Forest, SpanRecord
+from .traces.io.otlp_json import OtlpJsonError
 from .traces.query import SpanQuery, SpecError
 from .traces.render import render_normalized, render_tree
 from .traces.report_json import check_json, forest_json
@@ -458,7 +458,7 @@ _LIMIT_HELP = {
 
 
 def limit_arguments(parser: argparse.ArgumentParser, names: Sequence[str]) -> None:
-    """``--max-<name>-mb`` flags (see :class:`~adk_otel.traces.limits.ReadLimits`)."""
+    """``--max-<name>-mb`` flags (see :class:`~adk_otel.traces.io.limits.ReadLimits`)."""
     defaults = ReadLimits()
     group = parser.add_argument_group("limits (MiB; also ADK_OTEL_MAX_<NAME>_MB)")
     for name in names:

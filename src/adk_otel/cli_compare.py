@@ -18,10 +18,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .traces.limits import ReadLimits
-from .traces.otlp_json import OtlpJsonError
-from .traces.regression import Regression, compare, summarize_files
-from .traces.summary_file import dumps
+from .traces.comparisons.regression import Regression, compare, summarize_files
+from .traces.comparisons.summary_file import dumps
+from .traces.io.limits import ReadLimits
+from .traces.io.otlp_json import OtlpJsonError
 
 EPILOG = """Rules (--fail-on, repeatable):
   errors[=+N%]    an error rate up (runs, an error category, an agent/model/tool),

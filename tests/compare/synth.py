@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from adk_otel import semconv as sc
-from adk_otel.traces.model import SpanRecord
+from adk_otel.traces.io.model import SpanRecord
 
 MS = 1_000_000
 

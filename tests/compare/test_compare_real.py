@@ -26,8 +26,8 @@ from adk_otel import instrument
 from adk_otel.cli import main
 from adk_otel.testing import ScriptedModel, call, compare, reply
 from adk_otel.testing.receiver import OtlpReceiver
-from adk_otel.traces.files import iter_records
-from adk_otel.traces.runs import summarize
+from adk_otel.traces.comparisons.runs import summarize
+from adk_otel.traces.io.files import iter_records
 
 RUNS = 8
 

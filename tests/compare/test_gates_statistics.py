@@ -14,8 +14,8 @@ from collections import Counter
 
 import pytest
 
-from adk_otel.traces.comparison import GATES, compare, parse_rules
-from adk_otel.traces.runs import summarize
+from adk_otel.traces.comparisons.comparison import GATES, compare, parse_rules
+from adk_otel.traces.comparisons.runs import summarize
 
 from .synth import Shape, runs
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from adk_otel import semconv as sc
-from adk_otel.traces.files import iter_records
-from adk_otel.traces.regression import summarize_files
-from adk_otel.traces.runs import OutOfOrder, summarize
-from adk_otel.traces.summary_file import to_json
+from adk_otel.traces.comparisons.regression import summarize_files
+from adk_otel.traces.comparisons.runs import OutOfOrder, summarize
+from adk_otel.traces.comparisons.summary_file import to_json
+from adk_otel.traces.io.files import iter_records
 
 from .synth import Shape, otlp_line, runs, write_runs
 

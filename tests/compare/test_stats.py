@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from adk_otel.traces.paths import first_divergence, lcs_alignment
-from adk_otel.traces.stats import (
+from adk_otel.traces.comparisons.paths import first_divergence, lcs_alignment
+from adk_otel.traces.comparisons.stats import (
     Distribution,
     chi_square_counts,
     chi_square_sf,

@@ -13,7 +13,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from .model import Forest, SpanNode
+from .io.model import Forest, SpanNode
 
 SCHEMA_VERSION = 1
 

@@ -19,14 +19,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..io.files import iter_records
+from ..io.limits import ReadLimits
+from ..io.model import as_records
+from ..io.otlp_json import OtlpJsonError
 from . import summary_file
 from .compare_report import comparison_json, headline, render_markdown, render_text
 from .comparison import Comparison, parse_rules
 from .comparison import compare as compare_summaries
-from .files import iter_records
-from .limits import ReadLimits
-from .model import as_records
-from .otlp_json import OtlpJsonError
 from .runs import OutOfOrder, Summary, summarize
 
 Source = str | Path | Summary | Iterable[Any]

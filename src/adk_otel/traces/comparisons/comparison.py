@@ -21,7 +21,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from .otlp_json import OtlpJsonError
+from ..io.otlp_json import OtlpJsonError
 from .paths import Divergence, first_divergence, lcs_alignment
 from .runs import OUTCOMES, GroupKey, GroupSummary, Path, Summary
 from .stats import (

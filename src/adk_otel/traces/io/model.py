@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import semconv as sc
+from ... import semconv as sc
 
 AttributeMap = Mapping[str, Any]
 

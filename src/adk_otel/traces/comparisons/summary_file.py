@@ -14,7 +14,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from .otlp_json import OtlpJsonError
+from ..io.otlp_json import OtlpJsonError
 from .runs import GroupSummary, LayerStats, Summary
 from .stats import Distribution
 

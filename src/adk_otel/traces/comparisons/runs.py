@@ -20,8 +20,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import semconv as sc
-from .model import SpanRecord
+from ... import semconv as sc
+from ..io.model import SpanRecord
 from .stats import Distribution
 
 ERROR_CATEGORY = "adk.error.category"
