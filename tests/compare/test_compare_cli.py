@@ -58,7 +58,7 @@ def test_a_regression_trips_its_gate_with_exit_1_and_says_why(sides, capsys) -> 
     )
     assert code == 1
     assert out.startswith("adk-otel compare: REGRESSION (tripped: tokens)")
-    assert "TRIPPED tokens: shop: tokens per run" in out
+    assert "TRIPPED tokens: shop: mean tokens per run" in out
     # The same change under a threshold it does not exceed, or without the gate: exit 0.
     assert (
         main(["compare", str(sides["base"]), str(sides["tokens"]), "--fail-on", "tokens=+150%"])

@@ -78,11 +78,40 @@ class GroupSummary:
     def layer(self, kind: str, name: str) -> LayerStats:
         return self.layers.setdefault((kind, name), LayerStats())
 
+    def merge(self, other: GroupSummary) -> None:
+        self.runs += other.runs
+        self.outcomes.update(other.outcomes)
+        self.error_runs.update(other.error_runs)
+        for mine, theirs in (
+            (self.latency_ms, other.latency_ms),
+            (self.input_tokens, other.input_tokens),
+            (self.output_tokens, other.output_tokens),
+            (self.tokens, other.tokens),
+            (self.model_calls, other.model_calls),
+            (self.tool_calls, other.tool_calls),
+        ):
+            mine.merge(theirs)
+        for path, count in other.paths.items():
+            if path in self.paths or len(self.paths) < MAX_PATHS:
+                self.paths[path] += count
+            else:
+                self.paths[OTHER_PATH] += count
+        for layer, stats in other.layers.items():
+            self.layer(*layer).merge(stats)
+
     def add_path(self, path: Path) -> None:
         if path in self.paths or len(self.paths) < MAX_PATHS:
             self.paths[path] += 1
         else:
             self.paths[OTHER_PATH] += 1
+
+
+def pooled(groups: Iterable[GroupSummary]) -> GroupSummary:
+    """Every group's runs as one group."""
+    whole = GroupSummary()
+    for group in groups:
+        whole.merge(group)
+    return whole
 
 
 @dataclass
@@ -95,6 +124,9 @@ class Summary:
     unattached_spans: int = 0
     """adk-otel agent / model / tool spans whose invocation span was not there."""
     source: str = ""
+    duplicate_spans: int = 0
+    """Spans seen again (same trace and span id: an export retried, a file read
+    twice), dropped: a span is counted once."""
 
     @property
     def runs(self) -> int:
@@ -185,7 +217,13 @@ def summarize(
     summary = Summary(group_by=group_by, source=source)
     runs: dict[tuple[str, str], _Run] = {}
     folded: OrderedDict[int, None] = OrderedDict()
+    seen: set[int] = set()  # a span's (trace id, span id) hashed: a few bytes a span
     for record in records:
+        identity = hash(record.key)
+        if identity in seen:
+            summary.duplicate_spans += 1
+            continue
+        seen.add(identity)
         summary.spans += 1
         invocation_id = record.attributes.get(sc.ADK_INVOCATION_ID)
         if is_invocation(record):
