@@ -347,12 +347,23 @@ def _json(document: object) -> str:
 def cmd_tree(args: argparse.Namespace) -> tuple[int, str]:
     if args.normalized and args.format == "json":
         raise UsageError("--normalized is a text form; use it without --format json")
-    records = _read(args)
+    forest = Forest(_read(args))
     if args.format == "json":
-        return EXIT_OK, _json(forest_json(Forest(records)))
+        return EXIT_OK, _json(forest_json(forest))
+    _say_duplicates(forest)
     if args.normalized:
-        return EXIT_OK, render_normalized(records)
-    return EXIT_OK, render_tree(records, color=use_colour(args.color)) + "\n"
+        return EXIT_OK, render_normalized(forest)
+    return EXIT_OK, render_tree(forest, color=use_colour(args.color)) + "\n"
+
+
+def _say_duplicates(forest: Forest) -> None:
+    """One line on stderr (stdout stays the tree, comparable across exports)."""
+    if forest.duplicates and sys.stderr is not None:
+        print(
+            f"{PROG}: {forest.duplicates} duplicate spans dropped "
+            "(same trace and span id, counted once)",
+            file=sys.stderr,
+        )
 
 
 def cmd_check(args: argparse.Namespace) -> tuple[int, str]:
@@ -368,6 +379,8 @@ def cmd_check(args: argparse.Namespace) -> tuple[int, str]:
     if args.format == "json":
         return code, _json(check_json(forest, checked, failures))
     summary = f"{len(forest)} spans in {len(forest.trace_ids())} trace(s)"
+    if forest.duplicates:
+        summary += f", {forest.duplicates} duplicate spans dropped"
     if not failures:
         return EXIT_OK, f"adk-otel check: OK ({checked} expectations, {summary})\n"
     lines = [f"adk-otel check: FAILED ({len(failures)} of {checked} expectations, {summary})"]

@@ -39,6 +39,7 @@ def to_json(summary: Summary) -> dict[str, Any]:
         "group_by": list(summary.group_by),
         "spans": summary.spans,
         "unattached_spans": summary.unattached_spans,
+        "duplicate_spans": summary.duplicate_spans,
         "groups": [_group_json(key, group) for key, group in summary.groups.items()],
     }
 
@@ -113,6 +114,7 @@ def from_json(document: Any, where: str = "<summary>") -> Summary:
             group_by=tuple(str(name) for name in document.get("group_by", ())),
             spans=int(document.get("spans", 0)),
             unattached_spans=int(document.get("unattached_spans", 0)),
+            duplicate_spans=int(document.get("duplicate_spans", 0)),
             source=where,
         )
         for item in document["groups"]:
