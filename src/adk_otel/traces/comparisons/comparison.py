@@ -551,7 +551,7 @@ def _judge(
         m = max(1, len(live))
         for group, finding in family:
             assert finding.test is not None
-            result = finding.test(alpha / m, threshold)
+            result = first[id(finding)] if m == 1 else finding.test(alpha / m, threshold)
             finding.p_value = min(1.0, result.p_value * m)
             finding.interval = None if gate == "path" else (result.low, result.high)
             finding.judged = not group.too_small and result.possible
