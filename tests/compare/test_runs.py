@@ -3,11 +3,13 @@ and memory for runs in flight only when they come in export order."""
 
 from __future__ import annotations
 
+import json
 import random
 import tracemalloc
 from dataclasses import replace
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from adk_otel import semconv as sc
@@ -78,3 +80,17 @@ def test_adks_own_invoke_workflow_spans_are_not_runs() -> None:
         attributes={sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_WORKFLOW},  # no adk.* attributes
     )
     assert summarize([adks, *records]).runs == 2
+
+
+def test_the_summary_file_matches_its_schema(tmp_path: Path) -> None:
+    schema = json.loads((Path(__file__).parents[2] / "docs" / "summary.schema.json").read_text())
+    records = runs(random.Random(8), 30, Shape(error_rate=0.3))
+    document = to_json(summarize(records + records[:5], ["adk.app.name"]))
+    jsonschema.Draft202012Validator.check_schema(schema)
+    jsonschema.validate(document, schema)
+    assert document["duplicate_spans"] == 5
+    assert any(layer["errors"] for group in document["groups"] for layer in group["layers"])
+    # The schema has teeth: a histogram of counts that are not whole numbers is refused.
+    document["groups"][0]["tokens"] = [[100.0, 0.5]]
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(document, schema)

@@ -1,7 +1,7 @@
 """Small exact statistics for comparing two sets of runs, in pure Python.
 
-Why not scipy: it would be the package's largest dependency by far for five
-functions (measured, CPython 3.11 x86-64: scipy 1.17 with numpy 2.4 is 52 MB
+Why not scipy: it would be the package's largest dependency by far for a
+handful of functions (measured, CPython 3.11 x86-64: scipy 1.17 with numpy 2.4 is 52 MB
 of wheels, 216 MB installed, 1.3 s to import ``scipy.stats``; this module
 imports in 17 ms). These are exact where it matters (Fisher's test sums the
 hypergeometric distribution), checked against published values in the
@@ -134,65 +134,6 @@ def rate_difference_interval(a: int, n1: int, c: int, n2: int, alpha: float) -> 
     )
 
 
-# -- values --------------------------------------------------------------------------
-
-
-def mann_whitney(x: Distribution, y: Distribution) -> float:
-    """Two-sided p-value of the Mann-Whitney U test (normal approximation with
-    the tie correction and a continuity correction), ``x`` against ``y``."""
-    n1, n2 = x.n, y.n
-    if n1 == 0 or n2 == 0:
-        return 1.0
-    total = n1 + n2
-    rank = 0.0
-    rank_sum_y = 0.0
-    ties = 0.0
-    for value in sorted(set(x.counts) | set(y.counts)):
-        cx, cy = x.counts.get(value, 0), y.counts.get(value, 0)
-        t = cx + cy
-        if not t:
-            continue
-        midrank = rank + (t + 1) / 2
-        rank_sum_y += cy * midrank
-        ties += t**3 - t
-        rank += t
-    u = rank_sum_y - n2 * (n2 + 1) / 2
-    mean = n1 * n2 / 2
-    variance = n1 * n2 / 12 * ((total + 1) - ties / (total * (total - 1)))
-    if variance <= 0:
-        return 1.0
-    z = (abs(u - mean) - 0.5) / math.sqrt(variance)
-    return min(1.0, math.erfc(max(z, 0.0) / math.sqrt(2)))
-
-
-def quantile_interval(dist: Distribution, q: float, alpha: float) -> tuple[float, float] | None:
-    """A distribution-free interval for the ``q`` quantile at ``1 - alpha``
-    (order statistics around rank ``n q``, binomial normal approximation)."""
-    n = dist.n
-    if not n:
-        return None
-    z = normal_quantile(1 - alpha / 2)
-    spread = z * math.sqrt(n * q * (1 - q))
-    low = dist.order_statistic(math.floor(n * q - spread))
-    high = dist.order_statistic(math.ceil(n * q + spread) + 1)
-    return (low, high) if low is not None and high is not None else None
-
-
-def ratio_interval(
-    base: Distribution, cand: Distribution, q: float, alpha: float
-) -> tuple[float, float | None] | None:
-    """An interval for ``quantile(cand) / quantile(base)`` at ``1 - alpha``:
-    each quantile's interval at ``1 - alpha / 2`` (Bonferroni), divided out.
-    The upper end is None (unbounded) when the baseline's interval reaches 0."""
-    b = quantile_interval(base, q, alpha / 2)
-    c = quantile_interval(cand, q, alpha / 2)
-    if b is None or c is None:
-        return None
-    low = c[0] / b[1] if b[1] > 0 else 0.0
-    high = c[1] / b[0] if b[0] > 0 else None
-    return (low, high)
-
-
 # -- distributions of categories -------------------------------------------------------
 
 
@@ -305,19 +246,6 @@ def normal_quantile(p: float) -> float:
         * q
         / (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1)
     )
-
-
-def holm(p_values: Sequence[float]) -> list[float]:
-    """Holm-Bonferroni adjusted p-values: the family's false-alarm rate stays
-    at most alpha however many tests a gate runs."""
-    order = sorted(range(len(p_values)), key=lambda i: p_values[i])
-    adjusted = [1.0] * len(p_values)
-    running = 0.0
-    m = len(p_values)
-    for position, index in enumerate(order):
-        running = max(running, min(1.0, (m - position) * p_values[index]))
-        adjusted[index] = running
-    return adjusted
 
 
 # -- one-sided tests of the statistic a gate reports ----------------------------------
