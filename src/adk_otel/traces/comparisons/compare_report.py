@@ -1,7 +1,7 @@
 """A :class:`~.comparison.Comparison` as aligned text, markdown or JSON.
 
 The text report leads with the verdict and what tripped, then per group the
-measured changes (with intervals and Holm-adjusted p-values), the layers,
+measured changes (with intervals and Bonferroni-adjusted p-values), the layers,
 the paths and where the candidate's paths diverge. Colour follows the tree's
 rules (red: tripped, yellow: flagged but not gated, green: a clean verdict).
 The JSON shape is docs/compare-output.schema.json.

@@ -2,18 +2,17 @@
 
 Each gate is a family of tests: ``errors`` (the run error rate, each error
 category's share of runs, each agent's / model's / tool's error rate),
-``tokens`` (tokens per run), ``latency`` (p95 run latency), ``calls`` (model
-and tool calls per run), ``path`` (the distribution of paths). Rates use
-Fisher's exact test with Newcombe's interval for the difference; values use
-the Mann-Whitney U test, with an interval for the ratio (of means for tokens
-and calls, of the p95 for latency). Within a gate the p-values are
-Holm-adjusted, so a gate's false-alarm rate stays at most ``alpha`` however
-many groups, layers and categories it tests. A change is *flagged* when it
-is significant, goes the worse way and is beyond its threshold; it *trips*
-the run when its gate was asked for (``--fail-on``). Below
-:data:`MIN_RUNS` runs a side nothing is flagged: the report gives the deltas
-and the divergence, and says the sample is too small.
-"""
+``tokens`` (mean tokens per run), ``latency`` (median and p95 run latency),
+``calls`` (mean model and tool calls per run), ``path`` (the distribution of
+paths). Every test is one-sided, in the worse direction, against the
+threshold, and judges the statistic the report shows: one-sided Fisher for
+rates, Welch for means, the exceedance test for quantiles
+(:mod:`.stats`); each interval is its test inverted. Within a gate the tests
+that could reject are Bonferroni-corrected, so a gate's false-alarm rate stays
+at most ``alpha`` however many groups, layers and categories it tests, and a
+row's interval, p-value and verdict agree. A gate asked for that no group
+could judge makes the comparison *inconclusive* (exit 3); groups all too
+small are also compared pooled."""
 
 from __future__ import annotations
 
