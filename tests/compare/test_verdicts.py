@@ -132,6 +132,9 @@ def test_tiny_groups_are_judged_pooled_not_passed(tmp_path, capsys) -> None:
     assert code == 1, out
     assert "TRIPPED errors: all runs, pooled: runs ending in error" in out
     assert "warning: every group too small for errors: judged on all runs, pooled" in out
+    # 80 groups on one side each: two warning lines, not 80.
+    assert "warning: 40 groups only in the baseline (no candidate runs), e.g. " in out
+    assert out.count("warning: ") == 3
 
 
 def test_too_few_runs_is_inconclusive_with_exit_3_and_the_runs_needed(tmp_path, capsys) -> None:

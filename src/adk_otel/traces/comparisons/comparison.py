@@ -47,6 +47,7 @@ GATE_TESTS = {"errors": 1, "tokens": 1, "latency": 2, "calls": 2, "path": 1}
 POOLED: GroupKey = (("adk.app.name", "all runs, pooled"),)
 UNEQUAL = 4.0
 TOP_PATHS = 5
+_LISTED = 3
 
 
 @dataclass(frozen=True)
@@ -257,8 +258,9 @@ def compare(
     _judge(groups, alpha, thresholds, gates)
     small = [
         gate
-        for gate in gates or GATES
-        if not any(f.judged for g in groups for f in g.findings if f.gate == gate)
+        for gate in GATES
+        if (gate in gates or not gates)
+        and not any(f.judged for g in groups for f in g.findings if f.gate == gate)
     ]
     if len(keys) > 1 and small:
         # Every group too small for a gate: the runs pooled are the comparison
@@ -611,10 +613,19 @@ def _why(finding: Finding, group: GroupComparison, threshold: float, *, needed: 
 
 def _warnings(baseline: Summary, candidate: Summary) -> list[str]:
     warnings = []
-    for key in baseline.groups.keys() - candidate.groups.keys():
-        warnings.append(f"{group_label(key)}: only in the baseline (no candidate runs)")
-    for key in candidate.groups.keys() - baseline.groups.keys():
-        warnings.append(f"{group_label(key)}: only in the candidate (no baseline runs)")
+    for side, mine, other in (
+        ("baseline", baseline, candidate),
+        ("candidate", candidate, baseline),
+    ):
+        alone = sorted(group_label(key) for key in mine.groups.keys() - other.groups.keys())
+        missing = "candidate" if side == "baseline" else "baseline"
+        if len(alone) > _LISTED:  # one line, not one a group (one session per run, say)
+            shown = "; ".join(alone[:_LISTED])
+            warnings.append(
+                f"{len(alone)} groups only in the {side} (no {missing} runs), e.g. {shown}"
+            )
+        else:
+            warnings += [f"{label}: only in the {side} (no {missing} runs)" for label in alone]
     small, large = sorted((baseline.runs, candidate.runs))
     if small and large / small > UNEQUAL:
         warnings.append(
