@@ -76,7 +76,10 @@ class Distribution:
     def from_pairs(cls, pairs: Iterable[Sequence[float]]) -> Distribution:
         dist = cls()
         for value, count in pairs:
-            dist.counts[float(value)] += int(count)
+            number, times = float(value), int(count)
+            if not (math.isfinite(number) and number >= 0 and times >= 1):
+                raise ValueError(f"a histogram entry of {value!r} x {count!r}")
+            dist.counts[number] += times
         return dist
 
     @classmethod
@@ -333,9 +336,12 @@ def mean_test(base: Distribution, cand: Distribution, *, margin: float, alpha: f
         return OneSided(1.0, 0.0, None, possible=False)
     mb, mc = base.mean() or 0.0, cand.mean() or 0.0
     vb, vc = _variance(base) / n_b, _variance(cand) / n_c
+    if not all(map(math.isfinite, (mb, mc, vb, vc))):  # values beyond floating point
+        return OneSided(1.0, 0.0, None, possible=False)
     ratio = mc / mb if mb > 0 else math.inf
     if vb + vc <= 0:  # every run alike on both sides: the ratio is known exactly
-        return OneSided(0.0 if mc > margin * mb else 1.0, ratio, ratio)
+        p = 0.0 if mc > margin * mb else 1.0
+        return OneSided(p, ratio, ratio) if mb > 0 else OneSided(p, 0.0, None)
     scaled = (ratio if math.isfinite(ratio) else margin) ** 2 * vb
     df = (vc + scaled) ** 2 / (vc * vc / (n_c - 1) + scaled * scaled / (n_b - 1) or 1e-300)
     df = max(1.0, df)
@@ -378,7 +384,10 @@ def student_t_quantile(p: float, df: float) -> float:
 def _variance(dist: Distribution) -> float:
     mean = dist.mean() or 0.0
     n = dist.n
-    return sum(c * (v - mean) ** 2 for v, c in dist.counts.items()) / (n - 1) if n > 1 else 0.0
+    # (v - mean) * (v - mean), not ** 2: a huge value overflows to inf, never raises
+    return (
+        sum(c * (v - mean) * (v - mean) for v, c in dist.counts.items()) / (n - 1) if n > 1 else 0.0
+    )
 
 
 def student_t_sf(t: float, df: float) -> float:
