@@ -14,7 +14,7 @@ import pytest
 
 from adk_otel import semconv as sc
 from adk_otel.traces.comparisons.regression import summarize_files
-from adk_otel.traces.comparisons.runs import OutOfOrder, summarize
+from adk_otel.traces.comparisons.runs import OutOfOrder, Summary, pooled, summarize
 from adk_otel.traces.comparisons.summary_file import to_json
 from adk_otel.traces.io.files import iter_records
 
@@ -94,3 +94,15 @@ def test_the_summary_file_matches_its_schema(tmp_path: Path) -> None:
     document["groups"][0]["tokens"] = [[100.0, 0.5]]
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(document, schema)
+
+
+def test_groups_pooled_are_the_runs_ungrouped() -> None:
+    records = runs(random.Random(9), 30, Shape(error_rate=0.3, conversation=True))
+    whole = summarize(records)
+    split = summarize(records, [sc.GEN_AI_CONVERSATION_ID])
+    assert len(split.groups) == 30
+    (expected,) = to_json(whole)["groups"]
+    (merged,) = to_json(Summary(groups={next(iter(whole.groups)): pooled(split.groups.values())}))[
+        "groups"
+    ]
+    assert merged == expected

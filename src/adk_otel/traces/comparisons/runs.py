@@ -58,6 +58,17 @@ class LayerStats:
         self.latency_ms.merge(other.latency_ms)
 
 
+DISTRIBUTIONS = (
+    "latency_ms",
+    "input_tokens",
+    "output_tokens",
+    "tokens",
+    "model_calls",
+    "tool_calls",
+)
+"""A group's per-run distributions, by attribute name."""
+
+
 @dataclass
 class GroupSummary:
     """Everything a comparison needs of one group's runs, bounded in size."""
@@ -82,15 +93,8 @@ class GroupSummary:
         self.runs += other.runs
         self.outcomes.update(other.outcomes)
         self.error_runs.update(other.error_runs)
-        for mine, theirs in (
-            (self.latency_ms, other.latency_ms),
-            (self.input_tokens, other.input_tokens),
-            (self.output_tokens, other.output_tokens),
-            (self.tokens, other.tokens),
-            (self.model_calls, other.model_calls),
-            (self.tool_calls, other.tool_calls),
-        ):
-            mine.merge(theirs)
+        for name in DISTRIBUTIONS:
+            getattr(self, name).merge(getattr(other, name))
         for path, count in other.paths.items():
             if path in self.paths or len(self.paths) < MAX_PATHS:
                 self.paths[path] += count
