@@ -325,7 +325,7 @@ def render_text(comparison: Comparison, *, color: bool = False) -> str:
             _paint(
                 f"  TRIPPED {finding.gate}: {finding.group}: {subject} "
                 f"{_value(finding, finding.baseline)} -> {_value(finding, finding.candidate)} "
-                f"({_change(finding)}, p={_p(finding)})",
+                f"({_change(finding)} {_interval(finding)}, p={_p(finding)})",
                 "red",
                 color,
             )
@@ -443,7 +443,7 @@ def render_markdown(comparison: Comparison) -> str:
         for f, subject in _tripped(comparison):
             lines.append(
                 f"- `{f.gate}`: {_md(f.group)}: {_md(subject)} {_value(f, f.baseline)} → "
-                f"{_value(f, f.candidate)} ({_change(f)}, p={_p(f)})"
+                f"{_value(f, f.candidate)} ({_change(f)} {_interval(f)}, p={_p(f)})"
             )
         lines.append("")
     for group in comparison.groups:
