@@ -156,3 +156,18 @@ def test_too_few_runs_is_inconclusive_with_exit_3_and_the_runs_needed(tmp_path, 
     assert document["runs_needed"]["latency"] > 5
     # Without --fail-on nothing was asked: a report, exit 0.
     assert main(["compare", str(base), str(cand)]) == 0
+
+
+def test_every_format_shows_the_judged_statistic_with_its_interval(latency_pair, capsys):
+    base, cand = latency_pair
+    argv = ["compare", str(cand), str(base), "--fail-on", "latency"]
+    _, text, _ = run(capsys, *argv)
+    _, markdown, _ = run(capsys, *argv, "--format", "markdown")
+    _, document, _ = run(capsys, *argv, "--format", "json")
+    (tripped,) = json.loads(document)["tripped"]
+    low, high = tripped["interval"]
+    shown = f"x{tripped['effect']:.2f} [x{low:.2f}, x{high:.2f}]"
+    assert "TRIPPED latency: shop: median run latency (ms) " in text and shown in text
+    assert "median run latency (ms) | " in markdown and shown in markdown
+    row = next(line for line in text.splitlines() if line.startswith("  median run latency"))
+    assert f"[x{low:.2f}, x{high:.2f}]" in row and "TRIPPED latency" in row
