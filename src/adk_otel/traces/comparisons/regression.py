@@ -115,7 +115,8 @@ def load_sides(
 
 @dataclass
 class Regression:
-    """A comparison and its reports. ``ok`` / ``exit_code`` follow the gates."""
+    """A comparison and its reports. ``ok``: no gate tripped and every gate
+    asked for was judged; ``exit_code``: 0, 1 (tripped) or 3 (inconclusive)."""
 
     comparison: Comparison
 
@@ -144,7 +145,8 @@ class Regression:
         raise ValueError(f"format {format!r}: use text, markdown or json")
 
     def check(self) -> None:
-        """Raise AssertionError with the whole text report if a gate tripped."""
+        """Raise AssertionError with the whole text report if a gate tripped or
+        could not be judged (too few runs: a test that proves nothing fails)."""
         if not self.ok:
             raise AssertionError("\n" + self.report())
 
