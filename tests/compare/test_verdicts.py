@@ -12,6 +12,7 @@ import jsonschema
 import pytest
 
 from adk_otel.cli import main
+from adk_otel.testing import compare
 from adk_otel.traces import SpanQuery, read_records
 
 from .synth import Shape, write_runs
@@ -156,6 +157,11 @@ def test_too_few_runs_is_inconclusive_with_exit_3_and_the_runs_needed(tmp_path, 
     assert document["runs_needed"]["latency"] > 5
     # Without --fail-on nothing was asked: a report, exit 0.
     assert main(["compare", str(base), str(cand)]) == 0
+    # From pytest, a comparison that proves nothing fails the test.
+    result = compare(base, cand, fail_on=["latency"])
+    assert result.exit_code == 3 and not result.ok
+    with pytest.raises(AssertionError, match="INCONCLUSIVE"):
+        result.check()
 
 
 def test_every_format_shows_the_judged_statistic_with_its_interval(latency_pair, capsys):
