@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "tests"))
 
 from testing.builders import build_shop
 
-from adk_otel.traces.otlp_json import spans_to_line
+from adk_otel.traces.io.otlp_json import spans_to_line
 
 SERVICE, OTHER_SERVICE = "unknown_service", "billing"
 

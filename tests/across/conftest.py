@@ -17,7 +17,7 @@ import pytest
 
 from adk_otel.cli.demo_remote import Service, start_listening, start_service, stop
 from adk_otel.testing.receiver import OtlpReceiver
-from adk_otel.traces.model import SpanRecord, as_records
+from adk_otel.traces.io.model import SpanRecord, as_records
 
 HERE = Path(__file__).resolve().parent
 

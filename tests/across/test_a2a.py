@@ -10,7 +10,7 @@ import json
 import pytest
 
 from adk_otel import semconv as sc
-from adk_otel.traces.model import SpanRecord
+from adk_otel.traces.io.model import SpanRecord
 
 from .conftest import Call, run_caller
 

@@ -16,7 +16,7 @@ import pytest
 
 from adk_otel import semconv as sc
 from adk_otel.cli.demo_remote import start_listening, stop
-from adk_otel.traces.model import SpanRecord
+from adk_otel.traces.io.model import SpanRecord
 
 from .conftest import Call, run_caller, run_process
 

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from adk_otel.cli.main import main
-from adk_otel.traces.files import read_spans
+from adk_otel.traces.io.files import read_spans
 
 
 def test_the_remote_demo_prints_and_writes_one_trace(tmp_path: Path, capsys) -> None:

@@ -25,7 +25,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 from adk_otel.cli.demo_remote import start_listening, stop
-from adk_otel.traces.model import SpanRecord, as_records
+from adk_otel.traces.io.model import SpanRecord, as_records
 
 from .conftest import HERE, otlp_env
 from .test_a2a import chain_to, service_of

@@ -26,7 +26,7 @@ from typing import Any
 
 import zstandard
 
-from adk_otel.traces.otlp_json import request_to_line
+from adk_otel.traces.io.otlp_json import request_to_line
 
 
 def json_messages(requests: Sequence[Any]) -> list[bytes]:

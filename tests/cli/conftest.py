@@ -19,8 +19,8 @@ from testing.builders import TraceBuilder, build_shop
 from adk_otel import instrument
 from adk_otel.testing import ScriptedModel, call, reply
 from adk_otel.testing.receiver import OtlpReceiver
-from adk_otel.traces.model import SpanRecord
-from adk_otel.traces.otlp_json import OtlpJsonFileExporter
+from adk_otel.traces.io.model import SpanRecord
+from adk_otel.traces.io.otlp_json import OtlpJsonFileExporter
 
 DATA = Path(__file__).parent / "data"
 

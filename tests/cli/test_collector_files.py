@@ -13,8 +13,8 @@ import jsonschema
 import pytest
 
 from adk_otel.cli.main import main
-from adk_otel.traces.files import read_records
-from adk_otel.traces.otlp_json import iter_text_documents
+from adk_otel.traces.io.files import read_records
+from adk_otel.traces.io.otlp_json import iter_text_documents
 
 from .collector_files import (
     FORMATS,

@@ -42,11 +42,19 @@ def test_the_import_contract_fails_on_a_circle(tmp_path: Path) -> None:
     a2a.write_text(a2a.read_text() + "\nfrom ..plugin import AdkOtelPlugin  # noqa\n")
     reading = source / "adk_otel" / "traces" / "render.py"
     reading.write_text(reading.read_text() + "\nfrom ..ledger import Ledger  # noqa\n")
+    # A file reader that leans on the comparisons above it, and a sub-package
+    # module reaching the runtime: both inside the contracts too.
+    files = source / "adk_otel" / "traces" / "io" / "files.py"
+    files.write_text(files.read_text() + "\nfrom ..comparisons.stats import quantize  # noqa\n")
+    stats = source / "adk_otel" / "traces" / "comparisons" / "stats.py"
+    stats.write_text(stats.read_text() + "\nfrom ...metrics import Metrics  # noqa\n")
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     done = lint_imports(tmp_path / "pyproject.toml", source)
     assert done.returncode == 1, done.stdout
     assert "No import circles BROKEN" in done.stdout
     assert "imports nothing of the runtime BROKEN" in done.stdout
+    assert "0 kept, 4 broken" in done.stdout  # the reading half's layers too
+    assert "adk_otel.traces.comparisons.stats -> adk_otel.metrics" in done.stdout
 
 
 def test_the_import_contract_keeps_the_ledger_free_of_adk(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from adk_otel.cli.main import main
-from adk_otel.traces.files import read_records
+from adk_otel.traces.io.files import read_records
 
 from .conftest import Exported
 

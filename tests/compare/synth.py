@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from adk_otel import semconv as sc
-from adk_otel.traces.model import SpanRecord
+from adk_otel.traces.io.model import SpanRecord
 
 MS = 1_000_000
 
@@ -30,6 +30,10 @@ class Shape:
     app: str = "shop"
     model_calls: int = 2
     """Model calls of most runs; 30 % make one more."""
+    latency_ms: float | None = None
+    """The run's latency, exactly (else drawn around 1 s)."""
+    conversation: bool = False
+    """Each run its own ``gen_ai.conversation.id`` (one session per run)."""
 
 
 def runs(rng: random.Random, count: int, shape: Shape = Shape()) -> list[SpanRecord]:
@@ -47,6 +51,8 @@ def one_run(rng: random.Random, shape: Shape) -> list[SpanRecord]:
     root_id, agent_id = next(ids), next(ids)
     start = 1_700_000_000 * 10**9
     total_ms = rng.lognormvariate(6.9, 0.5) * shape.latency_scale  # median ~1 s
+    if shape.latency_ms is not None:
+        total_ms = shape.latency_ms
     failed = rng.random() < shape.error_rate
     search_first = rng.random() < 0.2  # a second, rarer path
     model_calls = shape.model_calls + (rng.random() < 0.3)
@@ -117,6 +123,7 @@ def one_run(rng: random.Random, shape: Shape) -> list[SpanRecord]:
             sc.ADK_SPAN_KIND: "invocation",
             sc.ADK_APP_NAME: shape.app,
             sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_WORKFLOW,
+            **({sc.GEN_AI_CONVERSATION_ID: f"s-{invocation_id}"} if shape.conversation else {}),
         },
     )
     return [*children, agent, invocation]
@@ -196,9 +203,15 @@ def otlp_line(records: list[SpanRecord], service: str = "shop") -> str:
     return json.dumps(document, separators=(",", ":"))
 
 
-def write_runs(path: Path, rng: random.Random, count: int, shape: Shape = Shape()) -> Path:
-    """``count`` runs as a JSON Lines trace file, 100 spans a line (an export batch)."""
-    records = runs(rng, count, shape)
+def write_runs(
+    path: Path, rng: random.Random, count: int, shape: Shape | list[Shape] = Shape()
+) -> Path:
+    """``count`` runs as a JSON Lines trace file, 100 spans a line (an export
+    batch); ``shape`` a list: one run of each shape (``count`` is ignored)."""
+    if isinstance(shape, list):
+        records = [record for one in shape for record in one_run(rng, one)]
+    else:
+        records = runs(rng, count, shape)
     with open(path, "w", encoding="utf-8") as handle:
         for start in range(0, len(records), 100):
             handle.write(otlp_line(records[start : start + 100]) + "\n")

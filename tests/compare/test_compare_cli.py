@@ -58,7 +58,7 @@ def test_a_regression_trips_its_gate_with_exit_1_and_says_why(sides, capsys) -> 
     )
     assert code == 1
     assert out.startswith("adk-otel compare: REGRESSION (tripped: tokens)")
-    assert "TRIPPED tokens: shop: tokens per run" in out
+    assert "TRIPPED tokens: shop: mean tokens per run" in out
     # The same change under a threshold it does not exceed, or without the gate: exit 0.
     assert (
         main(["compare", str(sides["base"]), str(sides["tokens"]), "--fail-on", "tokens=+150%"])
@@ -191,6 +191,18 @@ def _damaged(tmp_path: Path) -> Path:
     return path
 
 
+def _negative_counts(tmp_path: Path) -> Path:
+    # A summary edited by hand: a histogram with a negative count and an infinite value.
+    group = {
+        "key": {"adk.app.name": "shop"}, "runs": 5, "outcomes": {"ok": 5}, "error_runs": {},
+        "latency_ms": [[100, -3]], "input_tokens": [], "output_tokens": [],
+        "tokens": [[1e999, 5]], "model_calls": [], "tool_calls": [], "paths": [], "layers": [],
+    }  # fmt: skip
+    path = tmp_path / "negative.summary.json"
+    path.write_text(json.dumps({"format": "adk-otel-summary", "version": 1, "groups": [group]}))
+    return path
+
+
 def _gzip_of_nothing(tmp_path: Path) -> Path:
     path = tmp_path / "blank.json.gz"
     path.write_bytes(gzip.compress(b" " * 100_000))
@@ -205,6 +217,7 @@ def _gzip_of_nothing(tmp_path: Path) -> Path:
         (_no_runs, "candidate", "no invocation span in 1 spans"),
         (_newer, "baseline", "summary format version 99 is newer than this adk-otel reads"),
         (_damaged, "baseline", "a malformed summary"),
+        (_negative_counts, "baseline", "a histogram entry of 100 x -3"),
         (_gzip_of_nothing, "candidate", "blank.json.gz"),
     ],
 )

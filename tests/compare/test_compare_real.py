@@ -26,8 +26,8 @@ from adk_otel import instrument
 from adk_otel.cli.main import main
 from adk_otel.testing import ScriptedModel, call, compare, reply
 from adk_otel.testing.receiver import OtlpReceiver
-from adk_otel.traces.files import iter_records
-from adk_otel.traces.runs import summarize
+from adk_otel.traces.comparisons.runs import summarize
+from adk_otel.traces.io.files import iter_records
 
 RUNS = 8
 
@@ -229,8 +229,10 @@ def test_the_two_process_a2a_demo_trace(tmp_path, capsys) -> None:
         env=env,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    assert main(["compare", str(out), str(out), "--fail-on", "any"]) == 0
+    # One run a side cannot be judged: inconclusive (exit 3), never OK.
+    assert main(["compare", str(out), str(out), "--fail-on", "any"]) == 3
     report = capsys.readouterr().out
+    assert report.startswith("adk-otel compare: INCONCLUSIVE (too few runs to judge: errors needs")
     # One trace, two runs: the caller's and the remote service's, each its own app.
     assert "== payments-service (1 baseline vs 1 candidate runs)" in report
     assert "== shop (1 baseline vs 1 candidate runs)" in report

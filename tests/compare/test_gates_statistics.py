@@ -14,8 +14,8 @@ from collections import Counter
 
 import pytest
 
-from adk_otel.traces.comparison import GATES, compare, parse_rules
-from adk_otel.traces.runs import summarize
+from adk_otel.traces.comparisons.comparison import GATES, compare, parse_rules
+from adk_otel.traces.comparisons.runs import summarize
 
 from .synth import Shape, runs
 
@@ -56,11 +56,11 @@ def test_a_known_shift_trips_its_gate_and_no_other(gate: str, shift: Shape, powe
 
 
 def test_a_shift_whose_p_value_underflows_to_zero_still_trips() -> None:
-    # 1,000 runs a side, tokens doubled: the rank test's p-value is 0.0 in floating point.
+    # 1,000 runs a side, tokens doubled: the test's p-value is 0.0 in floating point.
     rng = random.Random(1)
     baseline = summarize(runs(rng, 1000, Shape(model_calls=4)))
     candidate = summarize(runs(rng, 1000, Shape(model_calls=4, token_scale=2)))
     result = compare(baseline, candidate, alpha=ALPHA, rules=RULES)
-    (tokens,) = [f for f in result.findings if f.subject == "tokens per run"]
+    (tokens,) = [f for f in result.findings if f.subject == "mean tokens per run"]
     assert tokens.p_value == 0.0
     assert result.tripped_gates == ["tokens"]

@@ -3,18 +3,20 @@ and memory for runs in flight only when they come in export order."""
 
 from __future__ import annotations
 
+import json
 import random
 import tracemalloc
 from dataclasses import replace
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from adk_otel import semconv as sc
-from adk_otel.traces.files import iter_records
-from adk_otel.traces.regression import summarize_files
-from adk_otel.traces.runs import OutOfOrder, summarize
-from adk_otel.traces.summary_file import to_json
+from adk_otel.traces.comparisons.regression import summarize_files
+from adk_otel.traces.comparisons.runs import OutOfOrder, Summary, pooled, summarize
+from adk_otel.traces.comparisons.summary_file import to_json
+from adk_otel.traces.io.files import iter_records
 
 from .synth import Shape, otlp_line, runs, write_runs
 
@@ -78,3 +80,29 @@ def test_adks_own_invoke_workflow_spans_are_not_runs() -> None:
         attributes={sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_WORKFLOW},  # no adk.* attributes
     )
     assert summarize([adks, *records]).runs == 2
+
+
+def test_the_summary_file_matches_its_schema(tmp_path: Path) -> None:
+    schema = json.loads((Path(__file__).parents[2] / "docs" / "summary.schema.json").read_text())
+    records = runs(random.Random(8), 30, Shape(error_rate=0.3))
+    document = to_json(summarize(records + records[:5], ["adk.app.name"]))
+    jsonschema.Draft202012Validator.check_schema(schema)
+    jsonschema.validate(document, schema)
+    assert document["duplicate_spans"] == 5
+    assert any(layer["errors"] for group in document["groups"] for layer in group["layers"])
+    # The schema has teeth: a histogram of counts that are not whole numbers is refused.
+    document["groups"][0]["tokens"] = [[100.0, 0.5]]
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(document, schema)
+
+
+def test_groups_pooled_are_the_runs_ungrouped() -> None:
+    records = runs(random.Random(9), 30, Shape(error_rate=0.3, conversation=True))
+    whole = summarize(records)
+    split = summarize(records, [sc.GEN_AI_CONVERSATION_ID])
+    assert len(split.groups) == 30
+    (expected,) = to_json(whole)["groups"]
+    (merged,) = to_json(Summary(groups={next(iter(whole.groups)): pooled(split.groups.values())}))[
+        "groups"
+    ]
+    assert merged == expected

@@ -6,18 +6,21 @@ import math
 
 import pytest
 
-from adk_otel.traces.paths import first_divergence, lcs_alignment
-from adk_otel.traces.stats import (
+from adk_otel.traces.comparisons.paths import first_divergence, lcs_alignment
+from adk_otel.traces.comparisons.stats import (
     Distribution,
     chi_square_counts,
     chi_square_sf,
+    exceedance_pmf,
     fisher_exact,
-    holm,
-    mann_whitney,
+    fisher_one_sided,
+    mean_test,
     normal_quantile,
+    quantile_test,
     quantize,
     rate_difference_interval,
-    ratio_interval,
+    student_t_quantile,
+    student_t_sf,
 )
 
 
@@ -36,13 +39,56 @@ def test_newcombe_interval_matches_the_paper() -> None:
     assert (low, high) == pytest.approx((0.0524, 0.3339), abs=1e-4)
 
 
-def test_mann_whitney_normal_approximation() -> None:
-    # Two fully separated samples of 5: U = 0, two-sided p = 0.01219 (with the
-    # continuity correction, as scipy's method="asymptotic").
-    x, y = Distribution.of([1, 2, 3, 4, 5]), Distribution.of([6, 7, 8, 9, 10])
-    assert mann_whitney(x, y) == pytest.approx(0.012186, abs=1e-5)
-    assert mann_whitney(x, x) == 1.0
-    assert mann_whitney(Distribution.of([3] * 5), Distribution.of([3] * 5)) == 1.0  # all ties
+def test_one_sided_fisher_is_the_upper_tail() -> None:
+    # [[8, 2], [1, 5]] the other way round: P(X >= 8) = 0.024476 (R: alternative="greater").
+    assert fisher_one_sided(1, 6, 8, 10) == pytest.approx(0.024476, abs=1e-6)
+    # The improvement: 1 - P(X = 0) = 1 - C(10, 9) / C(16, 9).
+    assert fisher_one_sided(8, 10, 1, 6) == pytest.approx(1 - 10 / 11440, abs=1e-12)
+    assert fisher_one_sided(0, 40, 0, 40) == 1.0
+
+
+def test_student_t_against_published_tables() -> None:
+    for df, critical in ((1, 6.313752), (5, 2.015048), (40, 1.683851), (1000, 1.646379)):
+        assert student_t_sf(critical, df) == pytest.approx(0.05, abs=1e-6)
+        assert student_t_quantile(0.95, df) == pytest.approx(critical, abs=1e-5)
+    assert student_t_sf(-2.015048, 5) == pytest.approx(0.95, abs=1e-6)
+
+
+def test_exceedances_have_their_exact_law() -> None:
+    # 5 candidate values against the 3rd of 7 baseline values: the law sums to 1
+    # and its mean is n_c (n_b - r + 1) / (n_b + 1) = 5 * 5 / 8.
+    pmf = exceedance_pmf(7, 3, 5)
+    assert sum(pmf) == pytest.approx(1.0)
+    assert sum(k * p for k, p in enumerate(pmf)) == pytest.approx(3.125)
+    # All 40 runs above the baseline's median: far below any alpha.
+    assert exceedance_pmf(40, 20, 40)[-1] < 1e-6
+
+
+def test_quantile_test_interval_is_the_test_inverted() -> None:
+    base = Distribution.of(range(100, 140))
+    cand = Distribution.of([v * 2 for v in range(100, 140)])
+    result = quantile_test(base, cand, 0.5, margin=1.2, alpha=0.05)
+    assert result.p_value < 1e-6 and result.low > 1.2
+    assert result.high is not None and result.low <= 2 * 119 / 119 <= result.high
+    # The lower end is where the verdict flips, whatever the margin.
+    for margin in (result.low * 0.999, result.low * 1.001):
+        p = quantile_test(base, cand, 0.5, margin=margin, alpha=0.05).p_value
+        assert (p < 0.05) == (margin < result.low)
+    assert quantile_test(cand, base, 0.5, margin=1.0, alpha=0.05).p_value == pytest.approx(1.0)
+
+
+def test_mean_test_interval_is_the_test_inverted() -> None:
+    base = Distribution.of([100, 120, 90, 110, 130, 95, 105, 115])
+    cand = Distribution.of([150, 170, 140, 160, 190, 145, 155, 165])
+    result = mean_test(base, cand, margin=1.0, alpha=0.05)
+    assert result.p_value < 1e-4 and result.high is not None
+    assert result.low < (cand.mean() or 0) / (base.mean() or 1) < result.high
+    for margin in (result.low * 0.999, result.low * 1.001):
+        p = mean_test(base, cand, margin=margin, alpha=0.05).p_value
+        assert (p < 0.05) == (margin < result.low)
+    # Identical runs on each side: the ratio is known exactly.
+    exact = mean_test(Distribution.of([2] * 5), Distribution.of([3] * 5), margin=1.1, alpha=0.05)
+    assert (exact.p_value, exact.low, exact.high) == (0.0, 1.5, 1.5)
 
 
 def test_chi_square_tail_and_the_two_by_two_case() -> None:
@@ -60,10 +106,9 @@ def test_chi_square_tail_and_the_two_by_two_case() -> None:
     assert chi_square_counts({"a": 8}, {"b": 8}) < 0.001
 
 
-def test_normal_quantile_and_holm() -> None:
+def test_normal_quantile() -> None:
     assert normal_quantile(0.975) == pytest.approx(1.959964, abs=1e-6)
     assert normal_quantile(0.001) == pytest.approx(-3.090232, abs=1e-6)
-    assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
 
 
 def test_distributions_are_bounded_and_quantiles_close() -> None:
@@ -73,8 +118,8 @@ def test_distributions_are_bounded_and_quantiles_close() -> None:
     dist = Distribution.of(values)
     assert len(dist.counts) < 1100 and dist.n == 10_000
     assert dist.quantile(0.95) == pytest.approx(math.exp(9.5), rel=0.01)
-    low, high = ratio_interval(dist, dist, 0.95, 0.05) or (0, 0)
-    assert low is not None and high is not None and low < 1 < high
+    same = quantile_test(dist, dist, 0.95, margin=1.0, alpha=0.05)
+    assert same.high is not None and same.low < 1 < same.high
 
 
 def test_the_first_divergence_of_aligned_paths() -> None:

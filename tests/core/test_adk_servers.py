@@ -16,7 +16,7 @@ import pytest
 from adk_otel.integrations.devui import EVENT_ID, INVOCATION_ID
 from adk_otel.semconv import ADK_SCOPE, INSTRUMENTATION_SCOPE
 from adk_otel.testing.receiver import OtlpReceiver
-from adk_otel.traces.model import SpanRecord, as_records
+from adk_otel.traces.io.model import SpanRecord, as_records
 
 from .servers import KINDS, Server, serving
 

@@ -15,7 +15,7 @@ from adk_otel.cli import main as cli
 from adk_otel.cli.demo import build_app, run_once
 from adk_otel.pipeline.provider import build_tracer_provider
 from adk_otel.testing.receiver import OtlpReceiver
-from adk_otel.traces.otlp_json import write_requests
+from adk_otel.traces.io.otlp_json import write_requests
 
 EXPECTED = {
     "invocation shop": ("error", Status.STATUS_CODE_ERROR, None),

@@ -9,7 +9,7 @@ import yaml
 
 from adk_otel import semconv as sc
 from adk_otel.traces.expect import assert_tree, tree_mismatch, unordered
-from adk_otel.traces.model import SpanRecord
+from adk_otel.traces.io.model import SpanRecord
 from adk_otel.traces.query import SpecError
 
 from .builders import TraceBuilder, build_shop

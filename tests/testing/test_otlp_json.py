@@ -12,9 +12,9 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 
-from adk_otel.traces.files import read_spans
-from adk_otel.traces.model import SpanRecord
-from adk_otel.traces.otlp_json import (
+from adk_otel.traces.io.files import read_spans
+from adk_otel.traces.io.model import SpanRecord
+from adk_otel.traces.io.otlp_json import (
     OtlpJsonError,
     OtlpJsonFileExporter,
     loads_spans,

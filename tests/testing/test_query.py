@@ -8,7 +8,7 @@ import pytest
 from opentelemetry.trace import StatusCode
 
 from adk_otel import semconv as sc
-from adk_otel.traces.model import SpanRecord
+from adk_otel.traces.io.model import SpanRecord
 from adk_otel.traces.query import PRESENT, SpanQuery, SpecError
 
 from .builders import TraceBuilder, build_shop

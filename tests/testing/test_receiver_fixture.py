@@ -10,8 +10,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 from adk_otel.testing import SpanQuery, assert_tree
-from adk_otel.traces.files import read_spans
-from adk_otel.traces.otlp_json import write_requests
+from adk_otel.traces.io.files import read_spans
+from adk_otel.traces.io.otlp_json import write_requests
 
 from .builders import TraceBuilder, build_shop
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from adk_otel import semconv as sc
-from adk_otel.traces.model import SpanRecord, as_records
+from adk_otel.traces.io.model import SpanRecord, as_records
 from adk_otel.traces.render import render_normalized, render_tree
 
 from .builders import TraceBuilder, build_shop

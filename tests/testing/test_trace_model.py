@@ -9,7 +9,7 @@ import pytest
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
 from adk_otel import semconv as sc
-from adk_otel.traces.model import Forest, SpanRecord, as_records
+from adk_otel.traces.io.model import Forest, SpanRecord, as_records
 
 from .builders import T0, TICK, TraceBuilder, build_shop
 

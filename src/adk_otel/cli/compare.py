@@ -18,22 +18,26 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..traces.limits import ReadLimits
-from ..traces.otlp_json import OtlpJsonError
-from ..traces.regression import Regression, compare, summarize_files
-from ..traces.summary_file import dumps
+from ..traces.comparisons.regression import Regression, compare, summarize_files
+from ..traces.comparisons.summary_file import dumps
+from ..traces.io.limits import ReadLimits
+from ..traces.io.otlp_json import OtlpJsonError
 
 EPILOG = """Rules (--fail-on, repeatable):
   errors[=+N%]    an error rate up (runs, an error category, an agent/model/tool),
                   or a new error category or type (by more than N points; default 0)
-  tokens=+N%      tokens per run (input + output) up by more than N% (default 10%)
-  latency=+N%     p95 run latency up by more than N% (default 20%)
-  calls=+N%       model or tool calls per run up by more than N% (default 10%)
+  tokens=+N%      mean tokens per run (input + output) up by more than N% (default 10%)
+  latency=+N%     median or p95 run latency up by more than N% (default 20%)
+  calls=+N%       mean model or tool calls per run up by more than N% (default 10%)
   path[=N%]       the path distribution changed by more than N% of runs (default 10%)
   any             all of the above with their defaults
-A change is flagged only when it is significant at --alpha (Holm-adjusted per
-gate) and beyond its threshold; without --fail-on the report is shown and the
-exit code is 0. Guide: docs/compare.md."""
+A change trips only when it is significantly beyond its threshold: a one-sided
+test of the reported statistic at --alpha (Bonferroni within a gate) whose
+interval's lower end clears the threshold. An improvement never trips.
+Exit codes: 0 nothing tripped, 1 a gate tripped, 2 unusable input,
+3 inconclusive (a gate asked for had too few runs to judge; the report says how
+many it needs). Without --fail-on the report is shown and the exit code is 0.
+Guide: docs/compare.md."""
 
 
 def add_commands(commands: Any, limit_arguments: Callable[[argparse.ArgumentParser], None]) -> None:
@@ -95,9 +99,15 @@ def cmd_summarize(args: argparse.Namespace, limits: ReadLimits) -> tuple[int, st
         output.write_text(dumps(summary), encoding="utf-8")
     except OSError as exc:
         raise OtlpJsonError(f"{output}: cannot write ({exc.strerror or exc})") from None
+    duplicates = (
+        f"{summary.duplicate_spans} duplicate spans dropped (same trace and span id, "
+        "counted once)\n"
+        if summary.duplicate_spans
+        else ""
+    )
     return 0, (
         f"adk-otel summarize: {summary.runs} runs in {len(summary.groups)} group(s) "
-        f"from {summary.spans} spans -> {output}\n"
+        f"from {summary.spans} spans -> {output}\n{duplicates}"
     )
 
 

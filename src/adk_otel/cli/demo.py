@@ -201,7 +201,7 @@ def _run(args: argparse.Namespace, json_file: IO[str] | None) -> int:
     if endpoint:
         print(_export_report(provider, endpoint))
     if json_file is not None:
-        from ..traces.otlp_json import write_spans
+        from ..traces.io.otlp_json import write_spans
 
         write_spans(json_file, spans)
         print(f"trace {'added' if args.append else 'written'} to {args.json}")
@@ -261,7 +261,7 @@ def _run_remote(provider: Any, memory: Any, json_file: IO[str] | None, endpoint:
             print(f"\nrun failed: {type(error).__name__}: {error}")
         print(f"\none trace across two processes: this one and {SERVICE_APP} ({service.url})")
         if json_file is not None:
-            from ..traces.otlp_json import write_requests, write_spans
+            from ..traces.io.otlp_json import write_requests, write_spans
 
             write_spans(json_file, spans)
             write_requests(json_file, receiver.requests)

@@ -11,7 +11,7 @@
     adk-otel demo [ARGS...]                     # run the bundled demo app
 
 ``FILE`` is OTLP JSON as the OpenTelemetry Collector's ``file`` exporter (or
-``adk_otel.traces.otlp_json.OtlpJsonFileExporter``) writes it; ``-`` reads stdin.
+``adk_otel.traces.io.otlp_json.OtlpJsonFileExporter``) writes it; ``-`` reads stdin.
 Also read: the exporter's ``format: proto`` (length-prefixed protobuf) and
 ``compression: zstd``, and gzip- or zstd-compressed files (recognized by
 their bytes, not their names; zstd needs ``pip install 'adk-otel[zstd]'``
@@ -82,10 +82,10 @@ from pathlib import Path
 from typing import Any
 
 from ..traces.expect import parse_tree, render_expected, tree_mismatch, unknown_key
-from ..traces.files import read_records, read_traces
-from ..traces.limits import NAMES, ReadLimits, flag_name, over, parse_mib
-from ..traces.model import Forest, SpanRecord
-from ..traces.otlp_json import OtlpJsonError
+from ..traces.io.files import read_records, read_traces
+from ..traces.io.limits import NAMES, ReadLimits, flag_name, over, parse_mib
+from ..traces.io.model import Forest, SpanRecord
+from ..traces.io.otlp_json import OtlpJsonError
 from ..traces.query import SpanQuery, SpecError
 from ..traces.render import render_normalized, render_tree
 from ..traces.report_json import check_json, forest_json
@@ -348,12 +348,23 @@ def _json(document: object) -> str:
 def cmd_tree(args: argparse.Namespace) -> tuple[int, str]:
     if args.normalized and args.format == "json":
         raise UsageError("--normalized is a text form; use it without --format json")
-    records = _read(args)
+    forest = Forest(_read(args))
     if args.format == "json":
-        return EXIT_OK, _json(forest_json(Forest(records)))
+        return EXIT_OK, _json(forest_json(forest))
+    _say_duplicates(forest)
     if args.normalized:
-        return EXIT_OK, render_normalized(records)
-    return EXIT_OK, render_tree(records, color=use_colour(args.color)) + "\n"
+        return EXIT_OK, render_normalized(forest)
+    return EXIT_OK, render_tree(forest, color=use_colour(args.color)) + "\n"
+
+
+def _say_duplicates(forest: Forest) -> None:
+    """One line on stderr (stdout stays the tree, comparable across exports)."""
+    if forest.duplicates and sys.stderr is not None:
+        print(
+            f"{PROG}: {forest.duplicates} duplicate spans dropped "
+            "(same trace and span id, counted once)",
+            file=sys.stderr,
+        )
 
 
 def cmd_check(args: argparse.Namespace) -> tuple[int, str]:
@@ -369,6 +380,8 @@ def cmd_check(args: argparse.Namespace) -> tuple[int, str]:
     if args.format == "json":
         return code, _json(check_json(forest, checked, failures))
     summary = f"{len(forest)} spans in {len(forest.trace_ids())} trace(s)"
+    if forest.duplicates:
+        summary += f", {forest.duplicates} duplicate spans dropped"
     if not failures:
         return EXIT_OK, f"adk-otel check: OK ({checked} expectations, {summary})\n"
     lines = [f"adk-otel check: FAILED ({len(failures)} of {checked} expectations, {summary})"]
@@ -459,7 +472,7 @@ _LIMIT_HELP = {
 
 
 def limit_arguments(parser: argparse.ArgumentParser, names: Sequence[str]) -> None:
-    """``--max-<name>-mb`` flags (see :class:`~adk_otel.traces.limits.ReadLimits`)."""
+    """``--max-<name>-mb`` flags (see :class:`~adk_otel.traces.io.limits.ReadLimits`)."""
     defaults = ReadLimits()
     group = parser.add_argument_group("limits (MiB; also ADK_OTEL_MAX_<NAME>_MB)")
     for name in names:

@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any
 from ..lazy import listing, loader
 
 if TYPE_CHECKING:
+    from ..traces.comparisons.regression import Regression, compare
     from ..traces.expect import assert_tree, unordered
-    from ..traces.model import Forest, SpanRecord
+    from ..traces.io.model import Forest, SpanRecord
     from ..traces.query import PRESENT, SpanQuery
-    from ..traces.regression import Regression, compare
     from ..traces.render import render_normalized, render_tree
     from .capture import TraceCapture
     from .model import ScriptedModel, Step, call, calls, fail, reply, stream
@@ -39,11 +39,11 @@ _EXPORTS = {
     "PRESENT": "..traces.query",
     "render_tree": "..traces.render",
     "render_normalized": "..traces.render",
-    "SpanRecord": "..traces.model",
-    "Forest": "..traces.model",
+    "SpanRecord": "..traces.io.model",
+    "Forest": "..traces.io.model",
     "TraceCapture": ".capture",
-    "Regression": "..traces.regression",
-    "compare": "..traces.regression",
+    "Regression": "..traces.comparisons.regression",
+    "compare": "..traces.comparisons.regression",
     "OtlpReceiver": ".receiver",
     "poll_until": ".receiver",
 }

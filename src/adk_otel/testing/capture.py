@@ -22,7 +22,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from ..pipeline.provider import route_global_adk_scope, suppress_adk_spans
 from ..traces.expect import assert_tree
-from ..traces.model import SpanRecord
+from ..traces.io.model import SpanRecord
 from ..traces.query import SpanQuery
 from ..traces.render import MASKED_ATTRIBUTES, SNAPSHOT_ATTRIBUTES, render_normalized, render_tree
 
@@ -138,7 +138,7 @@ class TraceCapture:
         open after them without an end time (the CLI shows them as never ended).
         The file is replaced unless ``append``; its directory must exist.
         """
-        from ..traces.otlp_json import spans_to_line
+        from ..traces.io.otlp_json import spans_to_line
 
         target = Path(path)
         finished = self.exporter.get_finished_spans()

@@ -1,15 +1,14 @@
 """The reading half of adk-otel: exported traces as data.
 
-Trace files in every layout the Collector's ``file`` exporter writes
-(:mod:`.files`, bounded by :mod:`.limits`), the OTLP JSON codec
-(:mod:`.otlp_json`), the span-record model (:mod:`.model`), span queries
-(:mod:`.query`), expected-tree assertions (:mod:`.expect`), the tree
-renderer (:mod:`.render`), the JSON report (:mod:`.report_json`), and
-comparisons of sets of runs (:mod:`.regression` over :mod:`.runs`,
-:mod:`.stats`, :mod:`.paths`, :mod:`.comparison`, :mod:`.compare_report`,
-:mod:`.summary_file`). None of it knows ADK's runtime or imports anything of
-adk-otel but :mod:`adk_otel.semconv`, so the CLI and CI tooling read traces
-without loading an agent framework.
+Reading and writing trace files is :mod:`.io` (every layout the
+Collector's ``file`` exporter writes, the OTLP JSON codec, the span-record
+model, the reading limits); comparing sets of runs is :mod:`.comparisons`
+(run summaries, statistics, gates, reports, summary files). The pytest query
+API sits on top of :mod:`.io`: span queries (:mod:`.query`), expected-tree
+assertions (:mod:`.expect`), the tree renderer (:mod:`.render`) and the
+CLI's JSON report of a forest (:mod:`.report_json`). None of it knows ADK's
+runtime or imports anything of adk-otel but :mod:`adk_otel.semconv`, so the
+CLI and CI tooling read traces without loading an agent framework.
 
 ::
 
@@ -26,11 +25,12 @@ from typing import TYPE_CHECKING, Any
 from ..lazy import listing, loader
 
 if TYPE_CHECKING:
+    from .comparisons.regression import Regression, compare
     from .expect import assert_tree, tree_mismatch, unordered
-    from .files import expand, iter_records, read_records, read_spans, read_traces
-    from .limits import ReadLimits
-    from .model import Forest, SpanEvent, SpanNode, SpanRecord, as_records
-    from .otlp_json import (
+    from .io.files import expand, iter_records, read_records, read_spans, read_traces
+    from .io.limits import ReadLimits
+    from .io.model import Forest, SpanEvent, SpanNode, SpanRecord, as_records
+    from .io.otlp_json import (
         OtlpJsonError,
         OtlpJsonFileExporter,
         loads_spans,
@@ -38,34 +38,33 @@ if TYPE_CHECKING:
         write_spans,
     )
     from .query import PRESENT, SpanQuery, SpecError
-    from .regression import Regression, compare
     from .render import render_normalized, render_tree
 
 _EXPORTS = {
     "assert_tree": ".expect",
     "tree_mismatch": ".expect",
     "unordered": ".expect",
-    "expand": ".files",
-    "iter_records": ".files",
-    "read_records": ".files",
-    "read_spans": ".files",
-    "read_traces": ".files",
-    "ReadLimits": ".limits",
-    "Forest": ".model",
-    "SpanEvent": ".model",
-    "SpanNode": ".model",
-    "SpanRecord": ".model",
-    "as_records": ".model",
-    "OtlpJsonError": ".otlp_json",
-    "OtlpJsonFileExporter": ".otlp_json",
-    "loads_spans": ".otlp_json",
-    "write_requests": ".otlp_json",
-    "write_spans": ".otlp_json",
+    "expand": ".io.files",
+    "iter_records": ".io.files",
+    "read_records": ".io.files",
+    "read_spans": ".io.files",
+    "read_traces": ".io.files",
+    "ReadLimits": ".io.limits",
+    "Forest": ".io.model",
+    "SpanEvent": ".io.model",
+    "SpanNode": ".io.model",
+    "SpanRecord": ".io.model",
+    "as_records": ".io.model",
+    "OtlpJsonError": ".io.otlp_json",
+    "OtlpJsonFileExporter": ".io.otlp_json",
+    "loads_spans": ".io.otlp_json",
+    "write_requests": ".io.otlp_json",
+    "write_spans": ".io.otlp_json",
     "PRESENT": ".query",
     "SpanQuery": ".query",
     "SpecError": ".query",
-    "Regression": ".regression",
-    "compare": ".regression",
+    "Regression": ".comparisons.regression",
+    "compare": ".comparisons.regression",
     "render_normalized": ".render",
     "render_tree": ".render",
 }

@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .model import Forest, SpanNode, SpanRecord
+from .io.model import Forest, SpanNode, SpanRecord
 from .query import (
     ADK_KINDS,
     OTEL_SPAN_KINDS,

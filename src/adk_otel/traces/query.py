@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from .. import semconv as sc
-from .model import Forest, SpanRecord
+from .io.model import Forest, SpanRecord
 from .render import describe, render_tree
 
 STATUS_CODES = ("UNSET", "OK", "ERROR")

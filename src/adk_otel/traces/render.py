@@ -27,7 +27,7 @@ from collections.abc import Collection, Iterable
 from typing import Any
 
 from .. import semconv as sc
-from .model import Forest, SpanNode, SpanRecord
+from .io.model import Forest, SpanNode, SpanRecord
 
 NOT_ENDED = "!! NOT ENDED"
 MASK = "<masked>"

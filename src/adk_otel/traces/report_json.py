@@ -13,7 +13,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from .model import Forest, SpanNode
+from .io.model import Forest, SpanNode
 
 SCHEMA_VERSION = 1
 
@@ -26,6 +26,7 @@ def forest_json(forest: Forest) -> dict[str, Any]:
     return {
         "version": SCHEMA_VERSION,
         "span_count": len(forest),
+        "duplicate_spans": forest.duplicates,
         "trace_count": len(traces),
         "traces": [{"trace_id": trace_id, "spans": spans} for trace_id, spans in traces.items()],
     }

@@ -14,22 +14,14 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from .otlp_json import OtlpJsonError
-from .runs import GroupSummary, LayerStats, Summary
+from ..io.otlp_json import OtlpJsonError
+from .runs import DISTRIBUTIONS, GroupSummary, LayerStats, Summary
 from .stats import Distribution
 
 FORMAT = "adk-otel-summary"
 VERSION = 1
 _SNIFF = 256
 _MAX_BYTES = 64 << 20
-_DISTRIBUTIONS = (
-    "latency_ms",
-    "input_tokens",
-    "output_tokens",
-    "tokens",
-    "model_calls",
-    "tool_calls",
-)
 
 
 def to_json(summary: Summary) -> dict[str, Any]:
@@ -39,6 +31,7 @@ def to_json(summary: Summary) -> dict[str, Any]:
         "group_by": list(summary.group_by),
         "spans": summary.spans,
         "unattached_spans": summary.unattached_spans,
+        "duplicate_spans": summary.duplicate_spans,
         "groups": [_group_json(key, group) for key, group in summary.groups.items()],
     }
 
@@ -49,7 +42,7 @@ def _group_json(key: Any, group: GroupSummary) -> dict[str, Any]:
         "runs": group.runs,
         "outcomes": dict(group.outcomes),
         "error_runs": dict(group.error_runs),
-        **{name: getattr(group, name).as_pairs() for name in _DISTRIBUTIONS},
+        **{name: getattr(group, name).as_pairs() for name in DISTRIBUTIONS},
         "paths": [[list(path), count] for path, count in group.paths.most_common()],
         "layers": [
             {
@@ -113,6 +106,7 @@ def from_json(document: Any, where: str = "<summary>") -> Summary:
             group_by=tuple(str(name) for name in document.get("group_by", ())),
             spans=int(document.get("spans", 0)),
             unattached_spans=int(document.get("unattached_spans", 0)),
+            duplicate_spans=int(document.get("duplicate_spans", 0)),
             source=where,
         )
         for item in document["groups"]:
@@ -129,7 +123,7 @@ def _group(item: dict[str, Any]) -> GroupSummary:
         outcomes=Counter({str(k): int(v) for k, v in item["outcomes"].items()}),
         error_runs=Counter({str(k): int(v) for k, v in item["error_runs"].items()}),
     )
-    for name in _DISTRIBUTIONS:
+    for name in DISTRIBUTIONS:
         setattr(group, name, Distribution.from_pairs(item[name]))
     for path, count in item["paths"]:
         group.paths[tuple(str(step) for step in path)] += int(count)

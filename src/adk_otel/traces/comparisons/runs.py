@@ -20,15 +20,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import semconv as sc
-from .model import SpanRecord
+from ... import semconv as sc
+from ..io.model import SpanRecord
 from .stats import Distribution
 
 ERROR_CATEGORY = "adk.error.category"
 """The failure category adk-otel sets on failed spans; ``error.type`` where absent."""
 
 CONVERSATION = sc.GEN_AI_CONVERSATION_ID
-OUTCOMES = ("ok", "error", "cancelled", "incomplete")
+OUTCOMES = ("ok", "error", "cancelled", "incomplete", "paused")
 LAYERS = ("agent", "model", "tool")
 MAX_PATHS = 1000
 """Distinct paths kept per group; rarer ones beyond it count as ``(other)``."""
@@ -58,6 +58,17 @@ class LayerStats:
         self.latency_ms.merge(other.latency_ms)
 
 
+DISTRIBUTIONS = (
+    "latency_ms",
+    "input_tokens",
+    "output_tokens",
+    "tokens",
+    "model_calls",
+    "tool_calls",
+)
+"""A group's per-run distributions, by attribute name."""
+
+
 @dataclass
 class GroupSummary:
     """Everything a comparison needs of one group's runs, bounded in size."""
@@ -78,11 +89,33 @@ class GroupSummary:
     def layer(self, kind: str, name: str) -> LayerStats:
         return self.layers.setdefault((kind, name), LayerStats())
 
+    def merge(self, other: GroupSummary) -> None:
+        self.runs += other.runs
+        self.outcomes.update(other.outcomes)
+        self.error_runs.update(other.error_runs)
+        for name in DISTRIBUTIONS:
+            getattr(self, name).merge(getattr(other, name))
+        for path, count in other.paths.items():
+            if path in self.paths or len(self.paths) < MAX_PATHS:
+                self.paths[path] += count
+            else:
+                self.paths[OTHER_PATH] += count
+        for layer, stats in other.layers.items():
+            self.layer(*layer).merge(stats)
+
     def add_path(self, path: Path) -> None:
         if path in self.paths or len(self.paths) < MAX_PATHS:
             self.paths[path] += 1
         else:
             self.paths[OTHER_PATH] += 1
+
+
+def pooled(groups: Iterable[GroupSummary]) -> GroupSummary:
+    """Every group's runs as one group."""
+    whole = GroupSummary()
+    for group in groups:
+        whole.merge(group)
+    return whole
 
 
 @dataclass
@@ -95,6 +128,9 @@ class Summary:
     unattached_spans: int = 0
     """adk-otel agent / model / tool spans whose invocation span was not there."""
     source: str = ""
+    duplicate_spans: int = 0
+    """Spans seen again (same trace and span id: an export retried, a file read
+    twice), dropped: a span is counted once."""
 
     @property
     def runs(self) -> int:
@@ -185,7 +221,13 @@ def summarize(
     summary = Summary(group_by=group_by, source=source)
     runs: dict[tuple[str, str], _Run] = {}
     folded: OrderedDict[int, None] = OrderedDict()
+    seen: set[int] = set()  # a span's (trace id, span id) hashed: a few bytes a span
     for record in records:
+        identity = hash(record.key)
+        if identity in seen:
+            summary.duplicate_spans += 1
+            continue
+        seen.add(identity)
         summary.spans += 1
         invocation_id = record.attributes.get(sc.ADK_INVOCATION_ID)
         if is_invocation(record):

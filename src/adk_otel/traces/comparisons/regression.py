@@ -19,14 +19,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..io.files import iter_records
+from ..io.limits import ReadLimits
+from ..io.model import as_records
+from ..io.otlp_json import OtlpJsonError
 from . import summary_file
 from .compare_report import comparison_json, headline, render_markdown, render_text
 from .comparison import Comparison, parse_rules
 from .comparison import compare as compare_summaries
-from .files import iter_records
-from .limits import ReadLimits
-from .model import as_records
-from .otlp_json import OtlpJsonError
 from .runs import OutOfOrder, Summary, summarize
 
 Source = str | Path | Summary | Iterable[Any]
@@ -115,7 +115,8 @@ def load_sides(
 
 @dataclass
 class Regression:
-    """A comparison and its reports. ``ok`` / ``exit_code`` follow the gates."""
+    """A comparison and its reports. ``ok``: no gate tripped and every gate
+    asked for was judged; ``exit_code``: 0, 1 (tripped) or 3 (inconclusive)."""
 
     comparison: Comparison
 
@@ -144,7 +145,8 @@ class Regression:
         raise ValueError(f"format {format!r}: use text, markdown or json")
 
     def check(self) -> None:
-        """Raise AssertionError with the whole text report if a gate tripped."""
+        """Raise AssertionError with the whole text report if a gate tripped or
+        could not be judged (too few runs: a test that proves nothing fails)."""
         if not self.ok:
             raise AssertionError("\n" + self.report())
 

@@ -1,7 +1,7 @@
 """A :class:`~.comparison.Comparison` as aligned text, markdown or JSON.
 
 The text report leads with the verdict and what tripped, then per group the
-measured changes (with intervals and Holm-adjusted p-values), the layers,
+measured changes (with intervals and Bonferroni-adjusted p-values), the layers,
 the paths and where the candidate's paths diverge. Colour follows the tree's
 rules (red: tripped, yellow: flagged but not gated, green: a clean verdict).
 The JSON shape is docs/compare-output.schema.json.
@@ -12,10 +12,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .comparison import MIN_RUNS, Comparison, Finding, GroupComparison, Side
+from .comparison import MIN_RUNS, Comparison, Finding, GroupComparison, LayerRow, Side
 from .paths import Divergence
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 _COLOURS = {"red": "31", "yellow": "33", "green": "32", "dim": "2", "bold": "1"}
 
 
@@ -45,6 +45,7 @@ def finding_json(finding: Finding) -> dict[str, Any]:
             else None
         ),
         "p_value": _number(finding.p_value),
+        "judged": finding.judged,
         "significant": finding.significant,
         "worse": finding.worse,
         "beyond_threshold": finding.beyond_threshold,
@@ -101,6 +102,8 @@ def _group_json(group: GroupComparison) -> dict[str, Any]:
                 "candidate_p50_ms": _number(row.candidate_p50),
                 "baseline_p95_ms": _number(row.baseline_p95),
                 "candidate_p95_ms": _number(row.candidate_p95),
+                "baseline_errors": row.baseline_errors,
+                "candidate_errors": row.candidate_errors,
             }
             for row in group.layers
         ],
@@ -116,8 +119,14 @@ def comparison_json(comparison: Comparison) -> dict[str, Any]:
     """``{"version", "verdict", "exit_code", "tripped", ...}`` (see the schema)."""
     return {
         "version": SCHEMA_VERSION,
-        "verdict": "ok" if comparison.ok else "regression",
+        "verdict": comparison.verdict,
         "exit_code": comparison.exit_code,
+        "inconclusive_gates": comparison.inconclusive_gates,
+        "runs_needed": comparison.runs_needed,
+        "duplicate_spans": {
+            "baseline": comparison.duplicate_spans[0],
+            "candidate": comparison.duplicate_spans[1],
+        },
         "alpha": comparison.alpha,
         "rules": [{"gate": r.gate, "threshold_percent": r.threshold} for r in comparison.rules],
         "tripped_gates": comparison.tripped_gates,
@@ -223,6 +232,11 @@ def _tripped(comparison: Comparison) -> list[tuple[Finding, str]]:
 def headline(comparison: Comparison) -> str:
     if comparison.tripped:
         return f"REGRESSION (tripped: {', '.join(comparison.tripped_gates)})"
+    if comparison.inconclusive_gates:
+        needed = "; ".join(
+            f"{gate} needs {runs} runs a side" for gate, runs in comparison.runs_needed.items()
+        )
+        return f"INCONCLUSIVE (too few runs to judge: {needed})"
     if not comparison.rules:
         return "OK (report only: no --fail-on gate given)"
     return "OK (no gate tripped)"
@@ -245,6 +259,46 @@ def _table(rows: list[list[str]]) -> list[str]:
     ]
 
 
+def _duplicates(comparison: Comparison) -> str | None:
+    b, c = comparison.duplicate_spans
+    if not b and not c:
+        return None
+    return (
+        f"duplicate spans dropped (same trace and span id, counted once): "
+        f"{b} baseline, {c} candidate"
+    )
+
+
+def _colour(comparison: Comparison) -> str:
+    return {"regression": "red", "inconclusive": "yellow"}.get(comparison.verdict, "green")
+
+
+def _errors(counts: dict[str, int]) -> str:
+    return ", ".join(f"{name} {count}" for name, count in sorted(counts.items())) or "-"
+
+
+def _layer_rows(layers: list[LayerRow]) -> list[list[str]]:
+    rows = [
+        ["layer", "spans b/c", "errors b/c", "p50 ms b/c", "p95 ms b/c", "error categories b/c"]
+    ]
+    for row in layers:
+        rows.append(
+            [
+                f"{row.kind} {row.name}",
+                f"{row.baseline_spans}/{row.candidate_spans}",
+                f"{row.baseline_outcomes.get('error', 0)}/{row.candidate_outcomes.get('error', 0)}",
+                f"{_ms(row.baseline_p50)}/{_ms(row.candidate_p50)}",
+                f"{_ms(row.baseline_p95)}/{_ms(row.candidate_p95)}",
+                (
+                    f"{_errors(row.baseline_errors)} / {_errors(row.candidate_errors)}"
+                    if row.baseline_errors or row.candidate_errors
+                    else "-"
+                ),
+            ]
+        )
+    return rows
+
+
 def _small(group: GroupComparison) -> str:
     b = group.baseline.runs if group.baseline else 0
     c = group.candidate.runs if group.candidate else 0
@@ -259,17 +313,19 @@ def render_text(comparison: Comparison, *, color: bool = False) -> str:
     """The report for a terminal."""
     head = headline(comparison)
     lines = [
-        "adk-otel compare: " + _paint(head, "red" if comparison.tripped else "green", color),
+        "adk-otel compare: " + _paint(head, _colour(comparison), color),
         f"baseline: {comparison.baseline_runs} runs ({comparison.baseline_source or '-'})",
         f"candidate: {comparison.candidate_runs} runs ({comparison.candidate_source or '-'})",
         f"alpha {comparison.alpha:g}; gates: {_rules_text(comparison)}",
     ]
+    if duplicates := _duplicates(comparison):
+        lines.append(duplicates)
     for finding, subject in _tripped(comparison):
         lines.append(
             _paint(
                 f"  TRIPPED {finding.gate}: {finding.group}: {subject} "
                 f"{_value(finding, finding.baseline)} -> {_value(finding, finding.candidate)} "
-                f"({_change(finding)}, p={_p(finding)})",
+                f"({_change(finding)} {_interval(finding)}, p={_p(finding)})",
                 "red",
                 color,
             )
@@ -287,7 +343,15 @@ def render_text(comparison: Comparison, *, color: bool = False) -> str:
             lines += ["  " + line for line in _outcome_lines(group.baseline, group.candidate)]
         if group.findings:
             rows = [
-                ["change", "baseline", "candidate", "effect", "interval", "p (Holm)", "verdict"]
+                [
+                    "change",
+                    "baseline",
+                    "candidate",
+                    "effect",
+                    "interval",
+                    "p (Bonferroni)",
+                    "verdict",
+                ]
             ]
             for finding in group.findings:
                 rows.append(
@@ -307,19 +371,7 @@ def render_text(comparison: Comparison, *, color: bool = False) -> str:
                 colour = "red" if finding.tripped else "yellow" if finding.flagged else ""
                 lines.append("  " + (_paint(line, colour, color) if colour else line))
         if group.layers:
-            rows = [["layer", "spans b/c", "errors b/c", "p50 ms b/c", "p95 ms b/c"]]
-            for row in group.layers:
-                rows.append(
-                    [
-                        f"{row.kind} {row.name}",
-                        f"{row.baseline_spans}/{row.candidate_spans}",
-                        f"{row.baseline_outcomes.get('error', 0)}/"
-                        f"{row.candidate_outcomes.get('error', 0)}",
-                        f"{_ms(row.baseline_p50)}/{_ms(row.candidate_p50)}",
-                        f"{_ms(row.baseline_p95)}/{_ms(row.candidate_p95)}",
-                    ]
-                )
-            lines += ["  " + line for line in _table(rows)]
+            lines += ["  " + line for line in _table(_layer_rows(group.layers))]
         if group.paths:
             rows = [["paths: baseline", "candidate", "path"]]
             for share in group.paths:
@@ -348,13 +400,16 @@ def _share(count: int, runs: int) -> str:
 
 
 def _outcome_lines(b: Side, c: Side) -> list[str]:
-    rows = [["runs", "ok", "error", "cancelled", "incomplete", "p50 ms", "p95 ms", "tokens in/out",
-             "model/tool calls"]]  # fmt: skip
+    rows = [["runs", "ok", "error", "cancelled", "incomplete", "paused", "p50 ms", "p95 ms",
+             "tokens in/out", "model/tool calls"]]  # fmt: skip
     for name, side in (("baseline", b), ("candidate", c)):
         rows.append(
             [
                 f"{name} {side.runs}",
-                *(str(side.outcomes.get(o, 0)) for o in ("ok", "error", "cancelled", "incomplete")),
+                *(
+                    str(side.outcomes.get(o, 0))
+                    for o in ("ok", "error", "cancelled", "incomplete", "paused")
+                ),
                 _ms(side.latency_p50),
                 _ms(side.latency_p95),
                 f"{_ms(side.input_tokens)}/{_ms(side.output_tokens)}",
@@ -373,7 +428,9 @@ def _md(text: str) -> str:
 
 def render_markdown(comparison: Comparison) -> str:
     """The report for a pull-request comment or a CI job summary."""
-    icon = ":x:" if comparison.tripped else ":white_check_mark:"
+    icon = {"regression": ":x:", "inconclusive": ":warning:"}.get(
+        comparison.verdict, ":white_check_mark:"
+    )
     lines = [
         f"## {icon} adk-otel compare: {headline(comparison)}",
         "",
@@ -382,12 +439,14 @@ def render_markdown(comparison: Comparison) -> str:
         f"{_rules_text(comparison)}.",
         "",
     ]
+    if duplicates := _duplicates(comparison):
+        lines += [duplicates[0].upper() + duplicates[1:] + ".", ""]
     if comparison.tripped:
         lines += ["**Tripped:**", ""]
         for f, subject in _tripped(comparison):
             lines.append(
                 f"- `{f.gate}`: {_md(f.group)}: {_md(subject)} {_value(f, f.baseline)} → "
-                f"{_value(f, f.candidate)} ({_change(f)}, p={_p(f)})"
+                f"{_value(f, f.candidate)} ({_change(f)} {_interval(f)}, p={_p(f)})"
             )
         lines.append("")
     for group in comparison.groups:
@@ -398,7 +457,7 @@ def render_markdown(comparison: Comparison) -> str:
             lines += [f"> {_small(group)}", ""]
         if group.findings:
             lines += [
-                "| change | baseline | candidate | effect | interval | p (Holm) | verdict |",
+                "| change | baseline | candidate | effect | interval | p (Bonferroni) | verdict |",
                 "|---|---|---|---|---|---|---|",
             ]
             for f in group.findings:
@@ -410,6 +469,14 @@ def render_markdown(comparison: Comparison) -> str:
                     f"{_change(f)} | {_interval(f)} | {_p(f)} | {_md(verdict)} |"
                 )
             lines.append("")
+        if group.layers:
+            rows = _layer_rows(group.layers)
+            lines += [
+                "| " + " | ".join(rows[0]) + " |",
+                "|" + "---|" * len(rows[0]),
+                *("| " + " | ".join(_md(cell) for cell in row) + " |" for row in rows[1:]),
+                "",
+            ]
         if group.paths:
             lines += ["| baseline | candidate | path |", "|---|---|---|"]
             for share in group.paths:

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import semconv as sc
+from ... import semconv as sc
 
 AttributeMap = Mapping[str, Any]
 
@@ -267,15 +267,21 @@ class Forest:
 
     A span whose parent is missing (not exported, from another process) is
     kept as a root flagged ``orphan``, never dropped; so is anything caught in
-    a parent-id cycle. Roots and siblings are in :func:`sort_key` order.
+    a parent-id cycle. A span seen again (same trace and span id) is dropped
+    and counted in ``duplicates``. Roots and siblings are in :func:`sort_key`
+    order.
     """
 
     def __init__(self, spans: Iterable[Any]) -> None:
-        self.records: list[SpanRecord] = as_records(spans)
+        records = as_records(spans)
+        unique = {record.key: record for record in reversed(records)}
+        # A span is its (trace id, span id): one exported twice (an export
+        # retried, a file appended twice) is one span, its first copy kept.
+        self.records: list[SpanRecord] = [r for r in records if unique.get(r.key) is r]
+        self.duplicates: int = len(records) - len(self.records)
+        """Spans dropped as seen before (same trace and span id)."""
         nodes = [SpanNode(record) for record in self.records]
-        self._nodes: dict[tuple[str, str], SpanNode] = {}
-        for node in nodes:  # a duplicated id keeps its first span as the parent
-            self._nodes.setdefault(node.record.key, node)
+        self._nodes: dict[tuple[str, str], SpanNode] = {node.record.key: node for node in nodes}
         roots: list[SpanNode] = []
         for node in nodes:
             record = node.record
@@ -305,7 +311,7 @@ class Forest:
         return len(self._all)
 
     def node(self, record: SpanRecord) -> SpanNode | None:
-        """The node of ``record`` (for a duplicated id: the first one)."""
+        """The node of ``record`` (for a duplicated id: the one kept)."""
         return self._nodes.get(record.key)
 
     def walk(self) -> Iterator[tuple[SpanNode, int]]:

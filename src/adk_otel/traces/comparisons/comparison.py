@@ -2,37 +2,36 @@
 
 Each gate is a family of tests: ``errors`` (the run error rate, each error
 category's share of runs, each agent's / model's / tool's error rate),
-``tokens`` (tokens per run), ``latency`` (p95 run latency), ``calls`` (model
-and tool calls per run), ``path`` (the distribution of paths). Rates use
-Fisher's exact test with Newcombe's interval for the difference; values use
-the Mann-Whitney U test, with an interval for the ratio (of means for tokens
-and calls, of the p95 for latency). Within a gate the p-values are
-Holm-adjusted, so a gate's false-alarm rate stays at most ``alpha`` however
-many groups, layers and categories it tests. A change is *flagged* when it
-is significant, goes the worse way and is beyond its threshold; it *trips*
-the run when its gate was asked for (``--fail-on``). Below
-:data:`MIN_RUNS` runs a side nothing is flagged: the report gives the deltas
-and the divergence, and says the sample is too small.
-"""
+``tokens`` (mean tokens per run), ``latency`` (median and p95 run latency),
+``calls`` (mean model and tool calls per run), ``path`` (the distribution of
+paths). Every test is one-sided, in the worse direction, against the
+threshold, and judges the statistic the report shows: one-sided Fisher for
+rates, Welch for means, the exceedance test for quantiles
+(:mod:`.stats`); each interval is its test inverted. Within a gate the tests
+that could reject are Bonferroni-corrected, so a gate's false-alarm rate stays
+at most ``alpha`` however many groups, layers and categories it tests, and a
+row's interval, p-value and verdict agree. A gate asked for that no group
+could judge makes the comparison *inconclusive* (exit 3); groups all too
+small are also compared pooled."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from .otlp_json import OtlpJsonError
+from ..io.otlp_json import OtlpJsonError
 from .paths import Divergence, first_divergence, lcs_alignment
-from .runs import OUTCOMES, GroupKey, GroupSummary, Path, Summary
+from .runs import OUTCOMES, GroupKey, GroupSummary, Path, Summary, pooled
 from .stats import (
     Distribution,
+    OneSided,
     chi_square_counts,
-    fisher_exact,
-    holm,
-    mann_whitney,
-    normal_quantile,
+    exceedance_pmf,
+    fisher_one_sided,
+    mean_test,
+    quantile_test,
     rate_difference_interval,
-    ratio_interval,
 )
 
 GATES = ("errors", "tokens", "latency", "calls", "path")
@@ -40,8 +39,15 @@ DEFAULT_THRESHOLDS = {"errors": 0.0, "tokens": 10.0, "latency": 20.0, "calls": 1
 """Per gate, in percent: errors in percentage points of rate, path in share of
 runs whose path would have to change (total variation), the others relative."""
 MIN_RUNS = 5
+EXIT_INCONCLUSIVE = 3
+"""The exit code of a comparison that could not judge a gate asked for (0:
+nothing tripped, 1: a gate tripped, 2: unusable input)."""
+GATE_TESTS = {"errors": 1, "tokens": 1, "latency": 2, "calls": 2, "path": 1}
+"""Tests per group and gate at the least: what a gate's runs needed assume."""
+POOLED: GroupKey = (("adk.app.name", "all runs, pooled"),)
 UNEQUAL = 4.0
 TOP_PATHS = 5
+_LISTED = 3
 
 
 @dataclass(frozen=True)
@@ -103,7 +109,13 @@ class Finding:
     flagged: bool = False
     tripped: bool = False
     new: bool = False
+    judged: bool = False
+    """Whether the sample could have tripped it (else: too small, inconclusive)."""
     why: str = ""
+    test: Callable[[float, float], OneSided] | None = field(default=None, repr=False, compare=False)
+    key: tuple[object, ...] = field(default=(), repr=False, compare=False)
+    """One hypothesis: the same counts tested twice (a run's error on its
+    invocation, its agent and its category) share a key and count once."""
 
 
 @dataclass
@@ -132,6 +144,9 @@ class LayerRow:
     candidate_p50: float | None
     baseline_p95: float | None
     candidate_p95: float | None
+    baseline_errors: dict[str, int] = field(default_factory=dict)
+    candidate_errors: dict[str, int] = field(default_factory=dict)
+    """Failed spans per error category."""
 
 
 @dataclass
@@ -166,6 +181,8 @@ class Comparison:
     candidate_runs: int
     baseline_source: str = ""
     candidate_source: str = ""
+    duplicate_spans: tuple[int, int] = (0, 0)
+    """Spans read twice (same trace and span id) on each side, counted once."""
 
     @property
     def findings(self) -> list[Finding]:
@@ -184,12 +201,37 @@ class Comparison:
         return sorted({str(finding.gate) for finding in self.tripped})
 
     @property
+    def inconclusive_gates(self) -> list[str]:
+        """Gates asked for that no group (nor the pooled runs) had the runs to judge."""
+        return [
+            rule.gate
+            for rule in self.rules
+            if not any(f.judged for f in self.findings if f.gate == rule.gate)
+        ]
+
+    @property
+    def runs_needed(self) -> dict[str, int]:
+        """Per inconclusive gate, the fewest runs a side its test needs."""
+        return {
+            gate: runs_needed(gate, self.alpha / GATE_TESTS[gate])
+            for gate in self.inconclusive_gates
+        }
+
+    @property
+    def verdict(self) -> str:
+        """``regression`` (a gate tripped), ``inconclusive`` (none tripped, but
+        a gate asked for could not be judged) or ``ok``."""
+        if self.tripped:
+            return "regression"
+        return "inconclusive" if self.inconclusive_gates else "ok"
+
+    @property
     def ok(self) -> bool:
-        return not self.tripped
+        return self.verdict == "ok"
 
     @property
     def exit_code(self) -> int:
-        return 0 if self.ok else 1
+        return {"ok": 0, "regression": 1, "inconclusive": EXIT_INCONCLUSIVE}[self.verdict]
 
 
 def group_label(key: GroupKey) -> str:
@@ -212,17 +254,22 @@ def compare(
     groups: list[GroupComparison] = []
     keys = list(dict.fromkeys([*baseline.groups, *candidate.groups]))
     for key in keys:
-        b, c = baseline.groups.get(key), candidate.groups.get(key)
-        label = group_label(key)
-        too_small = b is None or c is None or min(b.runs, c.runs) < MIN_RUNS
-        group = GroupComparison(key, label, _side(b), _side(c), too_small)
-        if b is not None and c is not None:
-            group.findings = _findings(label, b, c, alpha)
-            group.layers = _layers(b, c)
-            group.paths, group.divergences = _paths(b, c)
-            _layer_warnings(label, b, c, warnings)
-        groups.append(group)
+        groups.append(_group(key, baseline.groups.get(key), candidate.groups.get(key), warnings))
     _judge(groups, alpha, thresholds, gates)
+    small = [
+        gate
+        for gate in GATES
+        if (gate in gates or not gates)
+        and not any(f.judged for g in groups for f in g.findings if f.gate == gate)
+    ]
+    if len(keys) > 1 and small:
+        # Every group too small for a gate: the runs pooled are the comparison
+        # that can still be made (the same cases on both sides keep it fair).
+        warnings.append(f"every group too small for {', '.join(small)}: judged on all runs, pooled")
+        groups.append(
+            _group(POOLED, pooled(baseline.groups.values()), pooled(candidate.groups.values()), [])
+        )
+        _judge(groups, alpha, thresholds, gates)
     return Comparison(
         alpha=alpha,
         rules=list(rules),
@@ -232,7 +279,22 @@ def compare(
         candidate_runs=candidate.runs,
         baseline_source=baseline.source,
         candidate_source=candidate.source,
+        duplicate_spans=(baseline.duplicate_spans, candidate.duplicate_spans),
     )
+
+
+def _group(
+    key: GroupKey, b: GroupSummary | None, c: GroupSummary | None, warnings: list[str]
+) -> GroupComparison:
+    label = group_label(key)
+    too_small = b is None or c is None or min(b.runs, c.runs) < MIN_RUNS
+    group = GroupComparison(key, label, _side(b), _side(c), too_small)
+    if b is not None and c is not None:
+        group.findings = _findings(label, b, c)
+        group.layers = _layers(b, c)
+        group.paths, group.divergences = _paths(b, c)
+        _layer_warnings(label, b, c, warnings)
+    return group
 
 
 # -- sides, layers, paths ---------------------------------------------------------------
@@ -269,6 +331,8 @@ def _layers(b: GroupSummary, c: GroupSummary) -> list[LayerRow]:
                 candidate_p50=lc.latency_ms.quantile(0.5) if lc else None,
                 baseline_p95=lb.latency_ms.quantile(0.95) if lb else None,
                 candidate_p95=lc.latency_ms.quantile(0.95) if lc else None,
+                baseline_errors=dict(lb.errors) if lb else {},
+                candidate_errors=dict(lc.errors) if lc else {},
             )
         )
     return rows
@@ -297,6 +361,10 @@ def _paths(b: GroupSummary, c: GroupSummary) -> tuple[list[PathShare], list[Dive
 
 # -- findings ---------------------------------------------------------------------------
 
+Test = Callable[[float, float], OneSided]
+"""A finding's test: ``(level, threshold) -> OneSided``, run once its gate's
+family is known (the level is alpha over the family's size)."""
+
 
 def _rate(
     gate: str | None,
@@ -306,11 +374,15 @@ def _rate(
     n1: int,
     c: int,
     n2: int,
-    alpha: float,
     new: bool = False,
 ) -> Finding:
     p1, p2 = a / n1 if n1 else 0.0, c / n2 if n2 else 0.0
-    low, high = rate_difference_interval(a, n1, c, n2, alpha)
+
+    def test(level: float, threshold: float) -> OneSided:
+        low, high = rate_difference_interval(a, n1, c, n2, 2 * level)
+        p = fisher_one_sided(a, n1, c, n2)
+        return OneSided(p, low, high, possible=fisher_one_sided(0, n1, n2, n2) < level)
+
     return Finding(
         gate=gate,
         group=label,
@@ -318,25 +390,42 @@ def _rate(
         baseline=p1,
         candidate=p2,
         effect=p2 - p1,
-        interval=(low, high),
-        p_value=fisher_exact(a, n1, c, n2),
         worse=p2 > p1,
         new=new,
+        test=test,
+        key=(label, a, n1, c, n2),
     )
 
 
-def _mean_ratio(
-    gate: str, label: str, subject: str, b: Distribution, c: Distribution, alpha: float
-) -> Finding:
+def _mean(gate: str, label: str, subject: str, b: Distribution, c: Distribution) -> Finding:
     mb, mc = b.mean(), c.mean()
-    ratio: float | None = None
-    interval: tuple[float | None, float | None] | None = None
-    if mb is not None and mc is not None and mb > 0:
-        ratio = mc / mb
-        if mc > 0 and b.n > 1 and c.n > 1:
-            se = math.sqrt(_var(b) / (b.n * mb * mb) + _var(c) / (c.n * mc * mc))
-            z = normal_quantile(1 - alpha / 2)
-            interval = (ratio * math.exp(-z * se), ratio * math.exp(z * se))
+    return _ratio(
+        gate,
+        label,
+        subject,
+        mb,
+        mc,
+        lambda level, threshold: mean_test(b, c, margin=1 + threshold, alpha=level),
+    )
+
+
+def _quantile(
+    gate: str, label: str, subject: str, b: Distribution, c: Distribution, q: float
+) -> Finding:
+    return _ratio(
+        gate,
+        label,
+        subject,
+        b.quantile(q),
+        c.quantile(q),
+        lambda level, threshold: quantile_test(b, c, q, margin=1 + threshold, alpha=level),
+    )
+
+
+def _ratio(
+    gate: str, label: str, subject: str, mb: float | None, mc: float | None, test: Test
+) -> Finding:
+    ratio = mc / mb if mb is not None and mc is not None and mb > 0 else None
     return Finding(
         gate=gate,
         group=label,
@@ -344,19 +433,13 @@ def _mean_ratio(
         baseline=mb,
         candidate=mc,
         effect=ratio,
-        interval=interval,
-        p_value=mann_whitney(b, c),
         worse=mb is not None and mc is not None and mc > mb,
+        test=test,
+        key=(label, subject),
     )
 
 
-def _var(dist: Distribution) -> float:
-    mean = dist.mean() or 0.0
-    n = dist.n
-    return sum(c * (v - mean) ** 2 for v, c in dist.counts.items()) / (n - 1) if n > 1 else 0.0
-
-
-def _findings(label: str, b: GroupSummary, c: GroupSummary, alpha: float) -> list[Finding]:
+def _findings(label: str, b: GroupSummary, c: GroupSummary) -> list[Finding]:
     out = [
         _rate(
             "errors",
@@ -366,10 +449,9 @@ def _findings(label: str, b: GroupSummary, c: GroupSummary, alpha: float) -> lis
             b.runs,
             c.outcomes["error"],
             c.runs,
-            alpha,
         )
     ]
-    for outcome in ("cancelled", "incomplete"):
+    for outcome in ("cancelled", "incomplete", "paused"):
         if b.outcomes[outcome] or c.outcomes[outcome]:
             out.append(
                 _rate(
@@ -380,7 +462,6 @@ def _findings(label: str, b: GroupSummary, c: GroupSummary, alpha: float) -> lis
                     b.runs,
                     c.outcomes[outcome],
                     c.runs,
-                    alpha,
                 )
             )
     for category in sorted(set(b.error_runs) | set(c.error_runs)):
@@ -393,7 +474,6 @@ def _findings(label: str, b: GroupSummary, c: GroupSummary, alpha: float) -> lis
                 b.runs,
                 c.error_runs[category],
                 c.runs,
-                alpha,
                 new=not b.error_runs[category],
             )
         )
@@ -409,28 +489,15 @@ def _findings(label: str, b: GroupSummary, c: GroupSummary, alpha: float) -> lis
                     lb.spans,
                     lc.outcomes["error"],
                     lc.spans,
-                    alpha,
                 )
             )
-    out.append(_mean_ratio("tokens", label, "tokens per run", b.tokens, c.tokens, alpha))
-    out.append(
-        _mean_ratio("calls", label, "model calls per run", b.model_calls, c.model_calls, alpha)
-    )
-    out.append(_mean_ratio("calls", label, "tool calls per run", b.tool_calls, c.tool_calls, alpha))
-    p95b, p95c = b.latency_ms.quantile(0.95), c.latency_ms.quantile(0.95)
-    out.append(
-        Finding(
-            gate="latency",
-            group=label,
-            subject="p95 run latency (ms)",
-            baseline=p95b,
-            candidate=p95c,
-            effect=p95c / p95b if p95b and p95c is not None else None,
-            interval=ratio_interval(b.latency_ms, c.latency_ms, 0.95, alpha),
-            p_value=mann_whitney(b.latency_ms, c.latency_ms),
-            worse=p95b is not None and p95c is not None and p95c > p95b,
-        )
-    )
+    out += [
+        _mean("tokens", label, "mean tokens per run", b.tokens, c.tokens),
+        _mean("calls", label, "mean model calls per run", b.model_calls, c.model_calls),
+        _mean("calls", label, "mean tool calls per run", b.tool_calls, c.tool_calls),
+        _quantile("latency", label, "median run latency (ms)", b.latency_ms, c.latency_ms, 0.5),
+        _quantile("latency", label, "p95 run latency (ms)", b.latency_ms, c.latency_ms, 0.95),
+    ]
     base_paths = {" > ".join(p): n for p, n in b.paths.items()}
     cand_paths = {" > ".join(p): n for p, n in c.paths.items()}
     distance = 0.5 * sum(
@@ -438,6 +505,7 @@ def _findings(label: str, b: GroupSummary, c: GroupSummary, alpha: float) -> lis
         for p in set(base_paths) | set(cand_paths)
     )
     new_share = sum(n for p, n in cand_paths.items() if p not in base_paths) / c.runs
+    chi_p = chi_square_counts(base_paths, cand_paths)
     out.append(
         Finding(
             gate="path",
@@ -446,9 +514,10 @@ def _findings(label: str, b: GroupSummary, c: GroupSummary, alpha: float) -> lis
             baseline=None,
             candidate=new_share,
             effect=distance,
-            p_value=chi_square_counts(base_paths, cand_paths),
             worse=distance > 0,
             new=new_share > 0,
+            test=lambda level, threshold: OneSided(chi_p, distance, distance),
+            key=(label, "path"),
         )
     )
     return out
@@ -457,57 +526,86 @@ def _findings(label: str, b: GroupSummary, c: GroupSummary, alpha: float) -> lis
 def _judge(
     groups: list[GroupComparison], alpha: float, thresholds: dict[str, float], gates: set[str]
 ) -> None:
-    """Holm-adjust each gate's p-values over every group, then flag and trip."""
+    """Per gate, Bonferroni over the tests that could reject (a test in a group
+    too small, or that no data of its sizes could make reject, adds no false
+    alarm): each is run at ``alpha / m``, so its interval, its adjusted
+    p-value and its verdict describe one decision, and the gate's false-alarm
+    rate stays at most ``alpha`` over every group, layer and category."""
     for gate in (*GATES, None):
+        threshold = thresholds.get(gate or "", 0.0) / 100
         family = [
             (group, finding)
             for group in groups
             for finding in group.findings
-            if finding.gate == gate and finding.p_value is not None
+            if finding.gate == gate and finding.test is not None
         ]
-        # The same counts tested twice (a run's error on its invocation, its
-        # agent and its category alike) are one hypothesis, counted once.
-        tests = list(
-            dict.fromkeys(
-                (group.label, finding.baseline, finding.candidate, finding.p_value)
-                for group, finding in family
-            )
-        )
-        adjusted = dict(
-            zip(tests, holm([1.0 if test[3] is None else test[3] for test in tests]), strict=True)
-        )
+        first = {
+            id(finding): finding.test(alpha, threshold)
+            for _, finding in family
+            if finding.test is not None
+        }
+        live = {
+            finding.key
+            for group, finding in family
+            if not group.too_small and first[id(finding)].possible
+        }
+        m = max(1, len(live))
         for group, finding in family:
-            p = adjusted[(group.label, finding.baseline, finding.candidate, finding.p_value)]
-            finding.p_value = p
-            finding.significant = p < alpha
-            threshold = thresholds.get(gate or "", 0.0) / 100
-            effect = finding.effect
-            if gate in ("tokens", "calls", "latency"):
-                beyond = finding.worse if effect is None else effect - 1 > threshold
-            else:
-                beyond = effect is not None and effect > threshold
-            finding.beyond_threshold = beyond
+            assert finding.test is not None
+            result = first[id(finding)] if m == 1 else finding.test(alpha / m, threshold)
+            finding.p_value = min(1.0, result.p_value * m)
+            finding.interval = None if gate == "path" else (result.low, result.high)
+            finding.judged = not group.too_small and result.possible
+            finding.significant = result.p_value < alpha / m
+            finding.beyond_threshold = (
+                finding.effect is not None
+                and finding.effect > threshold + _ONE.get(gate or "", 0.0)
+            )
+            bound_beyond = result.low > threshold + _ONE.get(gate or "", 0.0)
             finding.flagged = (
                 gate is not None
-                and not group.too_small
+                and finding.judged
                 and finding.significant
                 and finding.worse
-                and beyond
+                and finding.beyond_threshold
+                and (gate == "path" or bound_beyond)
             )
             finding.tripped = finding.flagged and gate in gates
-            finding.why = _why(finding, group.too_small, threshold)
+            finding.why = _why(finding, group, threshold, needed=runs_needed(gate, alpha / m))
 
 
-def _why(finding: Finding, too_small: bool, threshold: float) -> str:
-    if too_small:
-        return "sample too small to call a change"
+_ONE = {"tokens": 1.0, "calls": 1.0, "latency": 1.0}
+"""Ratio gates compare the ratio with 1 + threshold; the others the difference."""
+
+
+def runs_needed(gate: str | None, level: float) -> int:
+    """The fewest runs a side (equal sides) with which the gate's test could
+    call a change at ``level``: every candidate run failing against none, or
+    above the baseline's quantile; :data:`MIN_RUNS` for the mean and path tests."""
+    for n in range(MIN_RUNS, 10_000):
+        if gate in ("errors", None):
+            if fisher_one_sided(0, n, n, n) < level:
+                return n
+        elif gate == "latency":
+            if all(exceedance_pmf(n, math.ceil(q * n), n)[-1] < level for q in (0.5, 0.95)):
+                return n
+        else:
+            return n
+    return 10_000  # pragma: no cover (levels below 1e-300)
+
+
+def _why(finding: Finding, group: GroupComparison, threshold: float, *, needed: int) -> str:
+    if group.too_small:
+        return f"sample too small (needs {max(needed, MIN_RUNS)} runs a side)"
+    if not finding.judged:
+        return f"inconclusive (needs {needed} runs a side)"
     if not finding.worse:
         return "not worse"
-    if not finding.significant:
-        return f"not significant (p={finding.p_value:.3g})"
     if not finding.beyond_threshold:
-        return f"significant but within the {threshold:.0%} threshold"
-    return f"significant (p={finding.p_value:.3g}) and beyond the {threshold:.0%} threshold"
+        return f"within the {threshold:.0%} threshold"
+    if not finding.flagged:
+        return f"not significantly beyond the {threshold:.0%} threshold (p={finding.p_value:.3g})"
+    return f"significantly beyond the {threshold:.0%} threshold (p={finding.p_value:.3g})"
 
 
 # -- comparability --------------------------------------------------------------------------
@@ -515,10 +613,19 @@ def _why(finding: Finding, too_small: bool, threshold: float) -> str:
 
 def _warnings(baseline: Summary, candidate: Summary) -> list[str]:
     warnings = []
-    for key in baseline.groups.keys() - candidate.groups.keys():
-        warnings.append(f"{group_label(key)}: only in the baseline (no candidate runs)")
-    for key in candidate.groups.keys() - baseline.groups.keys():
-        warnings.append(f"{group_label(key)}: only in the candidate (no baseline runs)")
+    for side, mine, other in (
+        ("baseline", baseline, candidate),
+        ("candidate", candidate, baseline),
+    ):
+        alone = sorted(group_label(key) for key in mine.groups.keys() - other.groups.keys())
+        missing = "candidate" if side == "baseline" else "baseline"
+        if len(alone) > _LISTED:  # one line, not one a group (one session per run, say)
+            shown = "; ".join(alone[:_LISTED])
+            warnings.append(
+                f"{len(alone)} groups only in the {side} (no {missing} runs), e.g. {shown}"
+            )
+        else:
+            warnings += [f"{label}: only in the {side} (no {missing} runs)" for label in alone]
     small, large = sorted((baseline.runs, candidate.runs))
     if small and large / small > UNEQUAL:
         warnings.append(

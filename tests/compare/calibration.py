@@ -1,0 +1,91 @@
+"""Seeded simulations of the gates: false alarms on pairs from one
+distribution, power on known shifts. Sides are built as summaries straight
+from drawn values (the spans-to-summary path is tested elsewhere), so a few
+thousand comparisons take seconds. docs/compare.md quotes these figures."""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from adk_otel.traces.comparisons.comparison import Rule, compare, parse_rules
+from adk_otel.traces.comparisons.runs import GroupSummary, Summary
+from adk_otel.traces.comparisons.stats import Distribution
+
+ALPHA = 0.05
+RUNS = 40
+STRICT = parse_rules(["errors", "tokens=+0%", "latency=+0%", "calls=+0%"])
+"""Every one-sided gate at threshold 0: the null hardest to hold."""
+DEFAULTS = parse_rules(["errors", "tokens", "latency", "calls"])
+"""The defaults: tokens and calls +10 %, latency +20 %."""
+ONE_SIDED = ("errors", "tokens", "latency", "calls")
+
+Draw = Callable[[random.Random], float]
+
+VALUES: dict[str, Draw] = {
+    "normal": lambda rng: max(1.0, rng.gauss(1000, 150)),
+    "log-normal": lambda rng: math.exp(rng.gauss(7, 1)),
+    "Pareto 1.5": lambda rng: 100 * rng.paretovariate(1.5),
+    "bimodal": lambda rng: rng.gauss(1000, 100) if rng.random() < 0.8 else rng.gauss(4000, 400),
+}
+"""Latency (ms) and tokens per run: thin, skewed, infinite-variance and two-mode."""
+
+COUNTS: dict[str, Draw] = {
+    "normal": lambda rng: max(0, round(rng.gauss(3, 1))),
+    "log-normal": lambda rng: round(math.exp(rng.gauss(1, 0.8))),
+    "Pareto 1.5": lambda rng: math.floor(rng.paretovariate(1.5)),
+    "bimodal": lambda rng: 1 if rng.random() < 0.8 else 6,
+}
+"""Calls per run, of the same four shapes."""
+
+
+def side(
+    rng: random.Random,
+    family: str,
+    *,
+    runs: int = RUNS,
+    error_rate: float = 0.1,
+    latency: Callable[[float], float] = lambda v: v,
+    tokens: Callable[[float], float] = lambda v: v,
+    calls: Callable[[float], float] = lambda v: v,
+) -> Summary:
+    """One side of ``runs`` runs; the callables shift a measure run by run."""
+    group = GroupSummary(runs=runs)
+    errors = sum(rng.random() < error_rate for _ in range(runs))
+    group.outcomes = Counter(ok=runs - errors, error=errors)
+    group.error_runs = Counter(TimeoutError=errors) if errors else Counter()
+    group.latency_ms = Distribution.of(latency(VALUES[family](rng)) for _ in range(runs))
+    group.tokens = Distribution.of(tokens(VALUES[family](rng)) for _ in range(runs))
+    group.model_calls = Distribution.of(calls(COUNTS[family](rng)) for _ in range(runs))
+    group.tool_calls = Distribution.of(COUNTS[family](rng) for _ in range(runs))
+    group.paths = Counter({("agent:root",): runs})
+    return Summary(groups={(("adk.app.name", "shop"),): group})
+
+
+def trip_rates(
+    seed: int,
+    pairs: int,
+    family: str,
+    *,
+    rules: list[Rule] = STRICT,
+    runs: int = RUNS,
+    **shift: Any,
+) -> dict[str, float]:
+    """Per gate, the share of ``pairs`` comparisons that tripped it."""
+    rng = random.Random(seed)
+    tripped: Counter[str] = Counter()
+    for _ in range(pairs):
+        base = side(rng, family, runs=runs)
+        cand = side(rng, family, runs=runs, **shift)
+        tripped.update(compare(base, cand, alpha=ALPHA, rules=rules).tripped_gates)
+    return {gate: tripped[gate] / pairs for gate in ONE_SIDED}
+
+
+def slow_tail(seed: int, share: float, factor: float) -> Callable[[float], float]:
+    """A shift of a few runs only: ``share`` of them ``factor`` times slower
+    (the median barely moves, the p95 does)."""
+    rng = random.Random(seed)
+    return lambda v: v * factor if rng.random() < share else v
