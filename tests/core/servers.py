@@ -38,6 +38,27 @@ AGENT = textwrap.dedent(
     '''
 )
 
+WORKFLOW = textwrap.dedent(
+    """
+    from google.adk.agents import LlmAgent
+    from google.adk.workflow import Workflow
+    from opentelemetry import trace
+    from adk_otel.testing.model import ScriptedModel, reply
+
+    def prepare() -> str:
+        with trace.get_tracer("the-application").start_as_current_span("application work"):
+            return "ready"
+
+    root_agent = Workflow(
+        name="flow",
+        edges=[
+            ("START", prepare, LlmAgent(name="clerk", model=ScriptedModel(script=[reply("ok")])))
+        ],
+    )
+    """
+)
+"""A workflow app: a function node (opening a span of its own), then an agent node."""
+
 MAIN = textwrap.dedent(
     """
     import os
@@ -55,12 +76,13 @@ MAIN = textwrap.dedent(
 KINDS = ("web", "api_server", "main_py")
 
 
-def write_agents(root: Path) -> Path:
-    """An agents directory with one app, ``shop``: an agent calling one tool."""
+def write_agents(root: Path, agent: str = AGENT) -> Path:
+    """An agents directory with one app, ``shop``: an agent calling one tool
+    (or the source ``agent``)."""
     agents = root / "agents"
     (agents / "shop").mkdir(parents=True)
     (agents / "shop" / "__init__.py").write_text("from . import agent\n")
-    (agents / "shop" / "agent.py").write_text(AGENT)
+    (agents / "shop" / "agent.py").write_text(agent)
     return agents
 
 
@@ -99,9 +121,11 @@ class Server:
 
 
 @contextmanager
-def serving(kind: str, root: Path, receiver: OtlpReceiver, **env: str) -> Iterator[Server]:
+def serving(
+    kind: str, root: Path, receiver: OtlpReceiver, agent: str = AGENT, **env: str
+) -> Iterator[Server]:
     """The server of ``kind`` listening on a free loopback port; stopped after."""
-    agents = write_agents(root)
+    agents = write_agents(root, agent)
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "ADK_OTEL_"))}
     process = subprocess.Popen(
         command(kind, agents),

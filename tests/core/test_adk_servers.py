@@ -18,7 +18,7 @@ from adk_otel.semconv import ADK_SCOPE, INSTRUMENTATION_SCOPE
 from adk_otel.testing.receiver import OtlpReceiver
 from adk_otel.traces.io.model import SpanRecord, as_records
 
-from .servers import KINDS, Server, serving
+from .servers import KINDS, WORKFLOW, Server, serving
 
 ONE_PER_LAYER = {
     "invocation shop": 1,
@@ -135,3 +135,58 @@ def test_keep_adk_spans_keeps_them_under_the_server(tmp_path: Path, receiver) ->
         receiver.wait_for(
             lambda _: any(r.scope == ADK_SCOPE for r in as_records(receiver.requests)), timeout=60
         )
+
+
+WORKFLOW_RUN = {"invocation shop", "invoke_node prepare", "invoke_agent clerk", "application work"}
+
+
+def _workflow_trace(receiver: OtlpReceiver, session_id: str) -> list[SpanRecord]:
+    """The spans of the trace whose run is in ``session_id``, once all of its
+    workflow run has arrived (the receiver is shared by this module's tests)."""
+    records = as_records(receiver.requests)
+    traces = {
+        r.trace_id
+        for r in records
+        if r.name == "invocation shop" and r.attributes.get("gen_ai.conversation.id") == session_id
+    }
+    mine = [r for r in records if r.trace_id in traces]
+    return mine if {r.name for r in mine} >= WORKFLOW_RUN else []
+
+
+@pytest.mark.parametrize(
+    ("kind", "env"),
+    [("web", {}), ("api_server", {"OTEL_PYTHON_TRACER_PROVIDER": "adk_otel"})],
+    ids=["web", "api_server-provider-variable"],
+)
+def test_a_workflow_app_under_the_server_gets_its_node_spans(
+    kind: str, env: dict[str, str], tmp_path: Path, receiver
+) -> None:
+    """Zero-code: ADK's server builds its own provider, and adk-otel routes
+    ADK's node tracing on it (or, with the standard
+    OTEL_PYTHON_TRACER_PROVIDER=adk_otel, the provider is adk-otel's): the
+    workflow's nodes, and the application's span inside one, are in the run's
+    one tree, and ADK's dev UI still reads the run."""
+    with (
+        serving(kind, tmp_path, receiver, WORKFLOW, **env) as served,
+        httpx.Client(timeout=60) as client,
+    ):
+        session_id, events = served.run(client)
+        receiver.wait_for(lambda _: _workflow_trace(receiver, session_id), timeout=60)
+        records = _workflow_trace(receiver, session_id)
+        if kind == "web":
+            session = client.get(f"{served.url}/dev/apps/shop/debug/trace/session/{session_id}")
+    assert events[-1]["content"]["parts"][0]["text"] == "ok"
+    by_id = {r.span_id: r for r in records}
+    (invocation,) = [r for r in records if r.name == "invocation shop"]
+    (prepare,) = [r for r in records if r.name == "invoke_node prepare"]
+    (agent,) = [r for r in records if r.name == "invoke_agent clerk"]
+    (work,) = [r for r in records if r.name == "application work"]
+    assert by_id[prepare.parent_id] is invocation
+    assert by_id[agent.parent_id] is invocation
+    assert by_id[work.parent_id] is prepare
+    assert not [r for r in records if r.scope == ADK_SCOPE]
+    assert "nodes get no spans" not in "".join(served.log)
+    if kind == "web":
+        assert session.status_code == 200
+        names = {s["name"] for s in session.json()}
+        assert {"invocation shop", "invoke_node prepare", "invoke_agent clerk"} <= names
