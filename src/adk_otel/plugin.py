@@ -187,16 +187,22 @@ class AdkOtelPlugin(BasePlugin):
                 self._looked_around = True
                 coexistence.warn_about_others()
             ledger = self._ledger
-            adk_run_span = trace.get_current_span()
+            # A Workflow root (ADK gives its runs no agent): its nodes get spans.
+            adk_run_span = (
+                trace.get_current_span()
+                if getattr(invocation_context, "agent", 1) is None
+                else None
+            )
             run = self._runs.open(
                 ledger, invocation_context, self._user_id, self._close_run, adk_run_span
             )
-            if type(adk_run_span) is nodes.RunRoot or run.live:
-                # (A live run opens its root workflow after this hook.)
-                self._claim_nodes(adk_run_span, run, invocation_context)
-            elif not self._told_no_nodes and getattr(invocation_context, "agent", 1) is None:
-                self._told_no_nodes = True  # a Workflow root, and ADK's tracer is not ours
-                logger.warning(nodes.UNROUTED)
+            if adk_run_span is not None:
+                if type(adk_run_span) is nodes.RunRoot or run.live:
+                    # (A live run opens its root workflow after this hook.)
+                    self._claim_nodes(adk_run_span, run, invocation_context)
+                elif not self._told_no_nodes:
+                    self._told_no_nodes = True  # ADK's tracer is not one adk-otel answers for
+                    logger.warning(nodes.UNROUTED)
             if run.watch is not None:
                 # Under instrument() the run executes in a private context (see
                 # lifecycle/runner.py), so the invocation span can be current for the run's
@@ -469,7 +475,11 @@ class AdkOtelPlugin(BasePlugin):
     ) -> None:
         try:
             run = self._runs.latest(tool_context.invocation_id)
-            node = nodes.enclosing(trace.get_current_span())
+            node = (
+                nodes.enclosing(trace.get_current_span())
+                if run is not None and run.nodes is not None
+                else None
+            )
             if node is not None:
                 # A workflow tool node: its node span is the tool call's, or
                 # (another node's tool) the tool call's parent.

@@ -99,9 +99,10 @@ class RunRoot(NonRecordingSpan):
         super().__init__(context)
         self.workflow = workflow
         self.scope: NodeScope | None = None
-        self.runs: dict[str, int] = {}
-        """Node name -> runs started under the root (for the node path)."""
-        self.latest: dict[str, NodeSpan] = {}
+        self.runs: dict[str, int] | None = None
+        """Node name -> runs started under the root (for the node path); made
+        with the first node (most runs are an agent's, with no node at all)."""
+        self.latest: dict[str, NodeSpan] | None = None
         """Node name -> its latest run under the root (for attempts)."""
 
 
@@ -252,9 +253,9 @@ class NodeSpan(Span):
         child's failure a workflow kept as data)."""
         self.failed: str | None = None
         """An ERROR status ADK set without an exception (its description)."""
-        self.runs: dict[str, int] = {}
+        self.runs: dict[str, int] | None = None
         """Child node name -> runs started under this node (for paths)."""
-        self.latest: dict[str, NodeSpan] = {}
+        self.latest: dict[str, NodeSpan] | None = None
         """Child node name -> its latest run under this node (for attempts)."""
         self.tool_key: object = None
         """The tool call's ledger key, when this node is a tool node whose
@@ -441,13 +442,16 @@ class NodeTracer(trace.Tracer):
         if scope is None:
             return None  # a run no plugin claimed: pass through
         node_name = name.split(" ", 1)[1] if " " in name else name
-        previous = above.latest.get(node_name)
+        runs, latest = above.runs, above.latest
+        if runs is None or latest is None:
+            runs, latest = above.runs, above.latest = {}, {}
+        previous = latest.get(node_name)
         if previous is not None and previous.outcome is Outcome.ERROR:
             # The same node again right after it failed: ADK's retry
             # (RetryConfig) runs it again under the same path.
             attempt, path = previous.attempt + 1, previous.path
         else:
-            count = above.runs[node_name] = above.runs.get(node_name, 0) + 1
+            count = runs[node_name] = runs.get(node_name, 0) + 1
             if isinstance(above, NodeSpan):
                 base = above.path
             else:
@@ -479,7 +483,7 @@ class NodeTracer(trace.Tracer):
                     start[inherited] = placed[inherited]
         key = ("node", next(self._keys))
         entry = scope.ledger.start(key, name, parent=parent_entry, attributes=start)
-        node = above.latest[node_name] = NodeSpan(scope, entry, node_name, path, attempt)
+        node = latest[node_name] = NodeSpan(scope, entry, node_name, path, attempt)
         scope.open_paths[path] = node
         return node
 

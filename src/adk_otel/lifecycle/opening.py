@@ -9,6 +9,7 @@ else would be written.
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 from opentelemetry import trace
@@ -40,20 +41,17 @@ def open_agent(
         if parent is not None:
             break
         ancestor = getattr(ancestor, "parent_agent", None)
-    if parent is None:
+    if parent is None and run is not None:
         # An agent node of a workflow: under the node or nested workflow that runs it.
-        node = nodes.enclosing(trace.get_current_span())
-        if node is not None:
-            parent = node.entry
-        elif run is not None:
-            parent = run.entry
+        node = nodes.enclosing(trace.get_current_span()) if run.nodes is not None else None
+        parent = node.entry if node is not None else run.entry
     ledger.unwind()
     if parent is not None and parent.children:
         # A sibling agent (a loop's previous iteration) whose callbacks are done.
         ledger.settle_children(parent)
     if ledger.will_record(parent):
         attributes = attrs.agent(agent, callback_context, getattr(ancestor, "name", None), latest)
-        if parent is not None and run is not None:
+        if ancestor is not None and parent is not None and run is not None:
             attributes = _placed(attributes, run, parent, agent, ancestor)
     else:
         attributes = attrs.AGENT_KIND_ONLY
@@ -82,7 +80,10 @@ def _placed(
     place = {k: opened[k] for k in _PLACE if k in opened} if opened else {}
     kind = type(ancestor).__name__ if ancestor is not None else ""
     if kind == "LoopAgent":
-        counts = run.iterations.setdefault(parent, {})
+        loops = run.iterations
+        if loops is None:
+            loops = run.iterations = weakref.WeakKeyDictionary()
+        counts = loops.setdefault(parent, {})
         iteration = counts[agent.name] = counts.get(agent.name, 0) + 1
         place[sc.ADK_LOOP_ITERATION] = iteration
     elif kind == "ParallelAgent":

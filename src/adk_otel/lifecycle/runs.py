@@ -53,10 +53,9 @@ class Run:
     """Target agent name -> agents that called ``transfer_to_agent`` for it."""
     nodes: NodeScope | None = None
     """Its workflow nodes' bookkeeping, when ADK's node tracing reaches adk-otel."""
-    iterations: weakref.WeakKeyDictionary[Entry, dict[str, int]] = field(
-        default_factory=weakref.WeakKeyDictionary
-    )
-    """A ``LoopAgent``'s span -> how many times each of its agents ran under it."""
+    iterations: weakref.WeakKeyDictionary[Entry, dict[str, int]] | None = None
+    """A ``LoopAgent``'s span -> how many times each of its agents ran under it
+    (made at the first loop: most runs have none)."""
     waiting: tuple[str, ...] = ()
     """Interrupt ids (a request for human input, a long-running tool's call)
     the run emitted and has not had answered: a run ending so is paused."""
