@@ -10,11 +10,9 @@ remote.py (A2A remote agents), transfers.py (``transfer_to_agent``),
 options.py (the options resolved) and teardown.py (``close()`` and
 interpreter exit).
 
-Pairing a "before" with its terminal hook (see the project's lifecycle notes):
-a run by its ``InvocationContext`` object, an agent run by agent name within
-its run (a stack, for loop iterations and retries), a model call by the
-``EventActions`` object its callback context carries, a tool call by
-``(invocation_id, function_call_id)``.
+A "before" hook and its terminal hook find the same span by a pairing key
+(lifecycle/keys.py); an agent run by agent name within its run (a stack, for
+loop iterations and retries).
 """
 
 from __future__ import annotations
@@ -35,7 +33,18 @@ from . import semconv as sc
 from .integrations import coexistence
 from .integrations.devui import DevUi
 from .ledger.telemetry import TelemetryLedger
-from .lifecycle import capture, nodes, opening, options, outcomes, remote, runs, teardown, transfers
+from .lifecycle import (
+    capture,
+    keys,
+    nodes,
+    opening,
+    options,
+    outcomes,
+    remote,
+    runs,
+    teardown,
+    transfers,
+)
 from .lifecycle.aborts import abort_reason
 from .lifecycle.hook_guard import HookGuard
 from .lifecycle.runner import CURRENT_WATCH
@@ -298,7 +307,7 @@ class AdkOtelPlugin(BasePlugin):
             ledger = self._ledger
             if run is not None and run.transfers:
                 transfers.end_transferred(ledger, run, agent.name)
-            key = ("agent", next(self._keys))
+            key = keys.agent(next(self._keys))
             entry = opening.open_agent(ledger, run, key, agent, callback_context, self._latest)
             if run is not None:
                 run.agents.setdefault(agent.name, []).append(entry)
@@ -409,7 +418,7 @@ class AdkOtelPlugin(BasePlugin):
     ) -> None:
         try:
             ledger = self._ledger
-            entry = ledger.get(("model", id(callback_context.actions)))
+            entry = ledger.get(keys.model(callback_context.actions))
             if entry is None:
                 return
             # Current again for the after_model callbacks that run after this one
@@ -454,7 +463,7 @@ class AdkOtelPlugin(BasePlugin):
     ) -> None:
         try:
             ledger = self._ledger
-            entry = ledger.get(("model", id(callback_context.actions)))
+            entry = ledger.get(keys.model(callback_context.actions))
             if entry is not None:
                 run = self._runs.latest(callback_context.invocation_id)
                 outcomes.end_failed(ledger, entry, error, run, sc.SpanKind.MODEL, self._classifier)
@@ -495,7 +504,7 @@ class AdkOtelPlugin(BasePlugin):
     ) -> None:
         try:
             ledger = self._ledger
-            entry = ledger.get(("tool", tool_context.invocation_id, tool_context.function_call_id))
+            entry = ledger.get(keys.tool(tool_context.invocation_id, tool_context.function_call_id))
             if entry is None:
                 return
             ledger.reattach(entry)  # see after_model_callback
@@ -529,7 +538,7 @@ class AdkOtelPlugin(BasePlugin):
     ) -> None:
         try:
             ledger = self._ledger
-            entry = ledger.get(("tool", tool_context.invocation_id, tool_context.function_call_id))
+            entry = ledger.get(keys.tool(tool_context.invocation_id, tool_context.function_call_id))
             if entry is not None and entry.pending is None:
                 run = self._runs.latest(tool_context.invocation_id)
                 outcomes.end_failed(

@@ -55,6 +55,7 @@ from opentelemetry.util.types import AttributeValue
 from .. import semconv as sc
 from ..ledger.spans import Entry, Ledger
 from ..semconv import Outcome
+from . import keys
 
 OP_INVOKE_NODE = "invoke_node"
 UNROUTED = (
@@ -477,7 +478,7 @@ class NodeTracer(trace.Tracer):
             for inherited in (sc.ADK_LOOP_ITERATION, sc.ADK_PARALLEL_BRANCH):
                 if inherited in placed:
                     start[inherited] = placed[inherited]
-        key = ("node", next(self._keys))
+        key = keys.node(next(self._keys))
         entry = scope.ledger.start(key, name, parent=parent_entry, attributes=start)
         node = above.latest[node_name] = NodeSpan(scope, entry, node_name, path, attempt)
         scope.open_paths[path] = node

@@ -27,6 +27,7 @@ from ..reading import failures
 from ..reading.failures import ErrorClassifier, Failure
 from ..semconv import Outcome
 from ..util.redact import guarded
+from . import keys
 from .aborts import abort_reason
 from .runs import Run, is_cancelled
 
@@ -177,12 +178,12 @@ def settle_on(ledger: TelemetryLedger, event: Any) -> bool:
     that failed (logged)."""
     try:
         if not event.partial:
-            model = ledger.get(("model", id(event.actions)))
+            model = ledger.get(keys.model(event.actions))
             if model is not None:
                 ledger.settle(model)
         if ledger.concluded:
             for call_id in attrs.function_response_ids(event):
-                tool = ledger.get(("tool", event.invocation_id, call_id))
+                tool = ledger.get(keys.tool(event.invocation_id, call_id))
                 if tool is not None:
                     ledger.settle(tool)
     except Exception:

@@ -28,6 +28,7 @@ from ..reading import attributes as attrs
 from ..reading import user_id as user_ids
 from ..reading.failures import Failure
 from ..semconv import Outcome
+from . import keys
 from .aborts import abort_reason
 from .nodes import NodeScope
 from .runner import CURRENT_WATCH, RunWatch
@@ -155,7 +156,7 @@ class Runs:
         links = [trace.Link(paused, {sc.ADK_LINK: "resumes"})] if paused is not None else None
         user_ids.put(attributes, getattr(invocation_context, "user_id", None), user_id_mode)
         entry = ledger.start(
-            ("run", id(invocation_context)),
+            keys.run(invocation_context),
             attrs.invocation_span_name(invocation_context),
             parent_context=parent_context,
             kind=trace.SpanKind.SERVER if continued else trace.SpanKind.INTERNAL,
