@@ -290,10 +290,10 @@ class AdkOtelPlugin(BasePlugin):
         if run.watch is not None and not run.watch.finished:
             # The run's own callbacks after ours still see its span; the
             # wrapper ends it when ADK's generator is done (close_remaining).
-            self._ledger.conclude(run.entry, outcome, error, reason, extra=extra)
+            self._ledger.conclude(run.entry, outcome, error=error, reason=reason, extra=extra)
             return
         if not run.entry.ended:
-            self._ledger.end_entry(run.entry, outcome, error, reason, extra=extra)
+            self._ledger.end_entry(run.entry, outcome, error=error, reason=reason, extra=extra)
         self._runs.forget(run)
 
     # -- agent hooks -----------------------------------------------------
@@ -329,7 +329,7 @@ class AdkOtelPlugin(BasePlugin):
         self, entry: Any, outcome: Outcome, reason: str, error: BaseException | None
     ) -> None:
         if not entry.ended:
-            self._ledger.end_entry(entry, outcome, error, reason)
+            self._ledger.end_entry(entry, outcome, error=error, reason=reason)
 
     @override
     async def after_agent_callback(
@@ -363,7 +363,14 @@ class AdkOtelPlugin(BasePlugin):
             if entry is not None:
                 if self._devui is not None:
                     self._devui.release_under(entry)
-                outcomes.end_failed(ledger, entry, error, run, sc.SpanKind.AGENT, self._classifier)
+                outcomes.end_failed(
+                    ledger,
+                    entry,
+                    error,
+                    run=run,
+                    layer=sc.SpanKind.AGENT,
+                    classifier=self._classifier,
+                )
                 if run is None:
                     ledger.settle(entry)
         except Exception:
@@ -466,7 +473,14 @@ class AdkOtelPlugin(BasePlugin):
             entry = ledger.get(keys.model(callback_context.actions))
             if entry is not None:
                 run = self._runs.latest(callback_context.invocation_id)
-                outcomes.end_failed(ledger, entry, error, run, sc.SpanKind.MODEL, self._classifier)
+                outcomes.end_failed(
+                    ledger,
+                    entry,
+                    error,
+                    run=run,
+                    layer=sc.SpanKind.MODEL,
+                    classifier=self._classifier,
+                )
         except Exception:
             self._guard.failed("on_model_error_callback")
 
@@ -545,10 +559,10 @@ class AdkOtelPlugin(BasePlugin):
                     ledger,
                     entry,
                     error,
-                    run,
-                    sc.SpanKind.TOOL,
-                    self._classifier,
-                    outcomes.ADK_LEGACY,
+                    run=run,
+                    layer=sc.SpanKind.TOOL,
+                    classifier=self._classifier,
+                    foreign=outcomes.ADK_LEGACY,
                 )
         except Exception:
             self._guard.failed("on_tool_error_callback")

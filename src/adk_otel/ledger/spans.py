@@ -292,6 +292,7 @@ class Ledger:
         self,
         key: object,
         outcome: Outcome,
+        *,
         error: BaseException | None = None,
         reason: str | None = None,
         description: str | None = None,
@@ -300,13 +301,14 @@ class Ledger:
         entry = self._open.get(key)  # one dict read: atomic, no lock needed
         if entry is None:
             return None
-        self.end_entry(entry, outcome, error, reason, description)
+        self.end_entry(entry, outcome, error=error, reason=reason, description=description)
         return entry
 
     def end_entry(
         self,
         entry: Entry,
         outcome: Outcome,
+        *,
         error: BaseException | None = None,
         reason: str | None = None,
         description: str | None = None,
@@ -332,6 +334,7 @@ class Ledger:
         self,
         entry: Entry,
         outcome: Outcome,
+        *,
         error: BaseException | None = None,
         reason: str | None = None,
         description: str | None = None,
@@ -430,7 +433,7 @@ class Ledger:
             roots = [e for e in self._open.values() if e.parent is None or e.parent.ended]
         count = len(self._open)
         for entry in roots:
-            self.end_entry(entry, outcome, None, reason)
+            self.end_entry(entry, outcome, reason=reason)
         with self._lock:
             leftovers = list(self._open.values())
         for entry in leftovers:

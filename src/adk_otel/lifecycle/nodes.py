@@ -333,7 +333,7 @@ class NodeSpan(Span):
             ledger.end_entry(entry, Outcome.CANCELLED, reason="cancelled")
         elif error is not None:
             self.outcome = Outcome.ERROR
-            ledger.end_entry(entry, Outcome.ERROR, error, extra=self.scope.classify(error))
+            ledger.end_entry(entry, Outcome.ERROR, error=error, extra=self.scope.classify(error))
         elif self.failed is not None:
             self.outcome = Outcome.ERROR
             ledger.end_entry(entry, Outcome.ERROR, reason="node_failed", description=self.failed)
