@@ -104,8 +104,9 @@ class _Conclusion:
 class Entry:
     """One open (or just ended) span and its place in the tree."""
 
-    # Made positionally, in this order, for every span: a call by keyword
-    # costs about twice as much (0.43 against 0.23 µs, Python 3.11).
+    # Made positionally, in this order, for every span: a class called by
+    # keyword costs about twice as much (benchmarks/README.md, "Counted rather
+    # than timed").
     span: Span
     key: object
     parent: Entry | None
