@@ -86,7 +86,7 @@ class Passage(NonRecordingSpan):
 
     def __init__(self, context: SpanContext, node: NodeSpan | RunRoot | None) -> None:
         super().__init__(context)
-        self.node = node
+        self.node: NodeSpan | RunRoot | None = node
 
 
 class RunRoot(NonRecordingSpan):
@@ -98,7 +98,7 @@ class RunRoot(NonRecordingSpan):
 
     def __init__(self, context: SpanContext, workflow: str | None) -> None:
         super().__init__(context)
-        self.workflow = workflow
+        self.workflow: str | None = workflow
         self.scope: NodeScope | None = None
         self.runs: dict[str, int] = {}
         """Node name -> runs started under the root (for the node path)."""
@@ -120,13 +120,13 @@ class NodeScope:
         kinds: Mapping[str, str],
         classify: Callable[[BaseException], Mapping[str, AttributeValue]],
     ) -> None:
-        self.ledger = ledger
-        self.entry = entry
+        self.ledger: Ledger = ledger
+        self.entry: Entry = entry
         """The run's invocation entry: the parent of its top-level nodes."""
-        self.path = path
+        self.path: str = path
         """The root workflow's node path (``flow@1``)."""
-        self.kinds = kinds
-        self.classify = classify
+        self.kinds: Mapping[str, str] = kinds
+        self.classify: Callable[[BaseException], Mapping[str, AttributeValue]] = classify
         """An exception -> its failure attributes (category, retryable)."""
         self.open_paths: dict[str, NodeSpan] = {}
         """Node path -> its open span: where an event's route is written."""
@@ -241,11 +241,11 @@ class NodeSpan(Span):
     )
 
     def __init__(self, scope: NodeScope, entry: Entry, name: str, path: str, attempt: int) -> None:
-        self.scope = scope
-        self.entry = entry
-        self.name = name
-        self.path = path
-        self.attempt = attempt
+        self.scope: NodeScope = scope
+        self.entry: Entry = entry
+        self.name: str = name
+        self.path: str = path
+        self.attempt: int = attempt
         self.outcome: Outcome | None = None
         """How ADK ended it (None while open, or when a closer ended it first)."""
         self.error: BaseException | None = None
