@@ -10,11 +10,9 @@ remote.py (A2A remote agents), transfers.py (``transfer_to_agent``),
 options.py (the options resolved) and teardown.py (``close()`` and
 interpreter exit).
 
-Pairing a "before" with its terminal hook (see the project's lifecycle notes):
-a run by its ``InvocationContext`` object, an agent run by agent name within
-its run (a stack, for loop iterations and retries), a model call by the
-``EventActions`` object its callback context carries, a tool call by
-``(invocation_id, function_call_id)``.
+A "before" hook and its terminal hook find the same span by a pairing key
+(lifecycle/keys.py); an agent run by agent name within its run (a stack, for
+loop iterations and retries).
 """
 
 from __future__ import annotations
@@ -35,7 +33,18 @@ from . import semconv as sc
 from .integrations import coexistence
 from .integrations.devui import DevUi
 from .ledger.telemetry import TelemetryLedger
-from .lifecycle import capture, nodes, opening, options, outcomes, remote, runs, teardown, transfers
+from .lifecycle import (
+    capture,
+    keys,
+    nodes,
+    opening,
+    options,
+    outcomes,
+    remote,
+    runs,
+    teardown,
+    transfers,
+)
 from .lifecycle.aborts import abort_reason
 from .lifecycle.hook_guard import HookGuard
 from .lifecycle.runner import CURRENT_WATCH
@@ -287,10 +296,10 @@ class AdkOtelPlugin(BasePlugin):
         if run.watch is not None and not run.watch.finished:
             # The run's own callbacks after ours still see its span; the
             # wrapper ends it when ADK's generator is done (close_remaining).
-            self._ledger.conclude(run.entry, outcome, error, reason, extra=extra)
+            self._ledger.conclude(run.entry, outcome, error=error, reason=reason, extra=extra)
             return
         if not run.entry.ended:
-            self._ledger.end_entry(run.entry, outcome, error, reason, extra=extra)
+            self._ledger.end_entry(run.entry, outcome, error=error, reason=reason, extra=extra)
         self._runs.forget(run)
 
     # -- agent hooks -----------------------------------------------------
@@ -304,7 +313,7 @@ class AdkOtelPlugin(BasePlugin):
             ledger = self._ledger
             if run is not None and run.transfers:
                 transfers.end_transferred(ledger, run, agent.name)
-            key = ("agent", next(self._keys))
+            key = keys.agent(next(self._keys))
             entry = opening.open_agent(ledger, run, key, agent, callback_context, self._latest)
             if run is not None:
                 run.agents.setdefault(agent.name, []).append(entry)
@@ -326,7 +335,7 @@ class AdkOtelPlugin(BasePlugin):
         self, entry: Any, outcome: Outcome, reason: str, error: BaseException | None
     ) -> None:
         if not entry.ended:
-            self._ledger.end_entry(entry, outcome, error, reason)
+            self._ledger.end_entry(entry, outcome, error=error, reason=reason)
 
     @override
     async def after_agent_callback(
@@ -360,7 +369,14 @@ class AdkOtelPlugin(BasePlugin):
             if entry is not None:
                 if self._devui is not None:
                     self._devui.release_under(entry)
-                outcomes.end_failed(ledger, entry, error, run, sc.SpanKind.AGENT, self._classifier)
+                outcomes.end_failed(
+                    ledger,
+                    entry,
+                    error,
+                    run=run,
+                    layer=sc.SpanKind.AGENT,
+                    classifier=self._classifier,
+                )
                 if run is None:
                     ledger.settle(entry)
         except Exception:
@@ -415,7 +431,7 @@ class AdkOtelPlugin(BasePlugin):
     ) -> None:
         try:
             ledger = self._ledger
-            entry = ledger.get(("model", id(callback_context.actions)))
+            entry = ledger.get(keys.model(callback_context.actions))
             if entry is None:
                 return
             # Current again for the after_model callbacks that run after this one
@@ -460,10 +476,17 @@ class AdkOtelPlugin(BasePlugin):
     ) -> None:
         try:
             ledger = self._ledger
-            entry = ledger.get(("model", id(callback_context.actions)))
+            entry = ledger.get(keys.model(callback_context.actions))
             if entry is not None:
                 run = self._runs.latest(callback_context.invocation_id)
-                outcomes.end_failed(ledger, entry, error, run, sc.SpanKind.MODEL, self._classifier)
+                outcomes.end_failed(
+                    ledger,
+                    entry,
+                    error,
+                    run=run,
+                    layer=sc.SpanKind.MODEL,
+                    classifier=self._classifier,
+                )
         except Exception:
             self._guard.failed("on_model_error_callback")
 
@@ -505,7 +528,7 @@ class AdkOtelPlugin(BasePlugin):
     ) -> None:
         try:
             ledger = self._ledger
-            entry = ledger.get(("tool", tool_context.invocation_id, tool_context.function_call_id))
+            entry = ledger.get(keys.tool(tool_context.invocation_id, tool_context.function_call_id))
             if entry is None:
                 return
             ledger.reattach(entry)  # see after_model_callback
@@ -539,17 +562,17 @@ class AdkOtelPlugin(BasePlugin):
     ) -> None:
         try:
             ledger = self._ledger
-            entry = ledger.get(("tool", tool_context.invocation_id, tool_context.function_call_id))
+            entry = ledger.get(keys.tool(tool_context.invocation_id, tool_context.function_call_id))
             if entry is not None and entry.pending is None:
                 run = self._runs.latest(tool_context.invocation_id)
                 outcomes.end_failed(
                     ledger,
                     entry,
                     error,
-                    run,
-                    sc.SpanKind.TOOL,
-                    self._classifier,
-                    outcomes.ADK_LEGACY,
+                    run=run,
+                    layer=sc.SpanKind.TOOL,
+                    classifier=self._classifier,
+                    foreign=outcomes.ADK_LEGACY,
                 )
         except Exception:
             self._guard.failed("on_tool_error_callback")

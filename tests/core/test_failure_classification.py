@@ -121,7 +121,7 @@ def test_no_span_is_lost_on_any_failure(attributes, hostile_str, hostile_getattr
     error = hostile_exception(attributes, hostile_str, hostile_getattr)
     entry = ledger.start("k", "execute_tool t")
     failure = failures.classify_exception(error, layer)
-    ledger.end_entry(entry, Outcome.ERROR, error, extra=failure.attributes)
+    ledger.end_entry(entry, Outcome.ERROR, error=error, extra=failure.attributes)
     (span,) = exporter.get_finished_spans()
     assert span.status.status_code is StatusCode.ERROR
     assert span.attributes[sc.ADK_ERROR_CATEGORY] in CATEGORIES
@@ -133,7 +133,7 @@ def test_an_error_span_without_a_category_gets_other():
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     ledger = Ledger(provider.get_tracer("t"))
-    ledger.end_entry(ledger.start("k", "s"), Outcome.ERROR, None, "something")
+    ledger.end_entry(ledger.start("k", "s"), Outcome.ERROR, reason="something")
     (span,) = exporter.get_finished_spans()
     assert span.attributes[sc.ADK_ERROR_CATEGORY] == "other"
 

@@ -104,8 +104,9 @@ class _Conclusion:
 class Entry:
     """One open (or just ended) span and its place in the tree."""
 
-    # Made positionally, in this order, for every span: a call by keyword
-    # costs about twice as much (0.43 against 0.23 µs, Python 3.11).
+    # Made positionally, in this order, for every span: a class called by
+    # keyword costs about twice as much (benchmarks/README.md, "Counted rather
+    # than timed").
     span: Span
     key: object
     parent: Entry | None
@@ -292,6 +293,7 @@ class Ledger:
         self,
         key: object,
         outcome: Outcome,
+        *,
         error: BaseException | None = None,
         reason: str | None = None,
         description: str | None = None,
@@ -300,13 +302,14 @@ class Ledger:
         entry = self._open.get(key)  # one dict read: atomic, no lock needed
         if entry is None:
             return None
-        self.end_entry(entry, outcome, error, reason, description)
+        self.end_entry(entry, outcome, error=error, reason=reason, description=description)
         return entry
 
     def end_entry(
         self,
         entry: Entry,
         outcome: Outcome,
+        *,
         error: BaseException | None = None,
         reason: str | None = None,
         description: str | None = None,
@@ -332,6 +335,7 @@ class Ledger:
         self,
         entry: Entry,
         outcome: Outcome,
+        *,
         error: BaseException | None = None,
         reason: str | None = None,
         description: str | None = None,
@@ -430,7 +434,7 @@ class Ledger:
             roots = [e for e in self._open.values() if e.parent is None or e.parent.ended]
         count = len(self._open)
         for entry in roots:
-            self.end_entry(entry, outcome, None, reason)
+            self.end_entry(entry, outcome, reason=reason)
         with self._lock:
             leftovers = list(self._open.values())
         for entry in leftovers:

@@ -221,6 +221,7 @@ class TelemetryLedger(Ledger):
         self,
         entry: Entry,
         outcome: Outcome,
+        *,
         error: BaseException | None = None,
         reason: str | None = None,
         description: str | None = None,
@@ -230,7 +231,15 @@ class TelemetryLedger(Ledger):
         """As :meth:`Ledger.conclude`; a model call's details record goes out
         (or waits for its tool-call ids) now, before the response event that
         links it: on some ADK releases the span ends only after that event."""
-        super().conclude(entry, outcome, error, reason, description, extra, foreign)
+        super().conclude(
+            entry,
+            outcome,
+            error=error,
+            reason=reason,
+            description=description,
+            extra=extra,
+            foreign=foreign,
+        )
         details = self.details
         if details is None:
             return

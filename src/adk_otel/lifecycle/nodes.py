@@ -55,6 +55,7 @@ from opentelemetry.util.types import AttributeValue
 from .. import semconv as sc
 from ..ledger.spans import Entry, Ledger
 from ..semconv import Outcome
+from . import keys
 
 OP_INVOKE_NODE = "invoke_node"
 UNROUTED = (
@@ -85,7 +86,7 @@ class Passage(NonRecordingSpan):
 
     def __init__(self, context: SpanContext, node: NodeSpan | RunRoot | None) -> None:
         super().__init__(context)
-        self.node = node
+        self.node: NodeSpan | RunRoot | None = node
 
 
 class RunRoot(NonRecordingSpan):
@@ -97,7 +98,7 @@ class RunRoot(NonRecordingSpan):
 
     def __init__(self, context: SpanContext, workflow: str | None) -> None:
         super().__init__(context)
-        self.workflow = workflow
+        self.workflow: str | None = workflow
         self.scope: NodeScope | None = None
         self.runs: dict[str, int] | None = None
         """Node name -> runs started under the root (for the node path); made
@@ -120,13 +121,13 @@ class NodeScope:
         kinds: Mapping[str, str],
         classify: Callable[[BaseException], Mapping[str, AttributeValue]],
     ) -> None:
-        self.ledger = ledger
-        self.entry = entry
+        self.ledger: Ledger = ledger
+        self.entry: Entry = entry
         """The run's invocation entry: the parent of its top-level nodes."""
-        self.path = path
+        self.path: str = path
         """The root workflow's node path (``flow@1``)."""
-        self.kinds = kinds
-        self.classify = classify
+        self.kinds: Mapping[str, str] = kinds
+        self.classify: Callable[[BaseException], Mapping[str, AttributeValue]] = classify
         """An exception -> its failure attributes (category, retryable)."""
         self.open_paths: dict[str, NodeSpan] = {}
         """Node path -> its open span: where an event's route is written."""
@@ -241,11 +242,11 @@ class NodeSpan(Span):
     )
 
     def __init__(self, scope: NodeScope, entry: Entry, name: str, path: str, attempt: int) -> None:
-        self.scope = scope
-        self.entry = entry
-        self.name = name
-        self.path = path
-        self.attempt = attempt
+        self.scope: NodeScope = scope
+        self.entry: Entry = entry
+        self.name: str = name
+        self.path: str = path
+        self.attempt: int = attempt
         self.outcome: Outcome | None = None
         """How ADK ended it (None while open, or when a closer ended it first)."""
         self.error: BaseException | None = None
@@ -333,7 +334,7 @@ class NodeSpan(Span):
             ledger.end_entry(entry, Outcome.CANCELLED, reason="cancelled")
         elif error is not None:
             self.outcome = Outcome.ERROR
-            ledger.end_entry(entry, Outcome.ERROR, error, extra=self.scope.classify(error))
+            ledger.end_entry(entry, Outcome.ERROR, error=error, extra=self.scope.classify(error))
         elif self.failed is not None:
             self.outcome = Outcome.ERROR
             ledger.end_entry(entry, Outcome.ERROR, reason="node_failed", description=self.failed)
@@ -481,7 +482,7 @@ class NodeTracer(trace.Tracer):
             for inherited in (sc.ADK_LOOP_ITERATION, sc.ADK_PARALLEL_BRANCH):
                 if inherited in placed:
                     start[inherited] = placed[inherited]
-        key = ("node", next(self._keys))
+        key = keys.node(next(self._keys))
         entry = scope.ledger.start(key, name, parent=parent_entry, attributes=start)
         node = latest[node_name] = NodeSpan(scope, entry, node_name, path, attempt)
         scope.open_paths[path] = node

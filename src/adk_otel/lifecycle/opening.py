@@ -20,7 +20,7 @@ from ..ledger.telemetry import TelemetryLedger
 from ..reading import attributes as attrs
 from ..semconv import LIVE_MODEL_REQUEST_EVENT
 from ..util import sanitize
-from . import nodes
+from . import keys, nodes
 from .runs import Run
 
 
@@ -106,7 +106,7 @@ def open_model(
     actions = callback_context.actions
     ledger.unwind()
     entry = ledger.start(
-        ("model", id(actions)),
+        keys.model(actions),
         f"generate_content {attrs.model_name(llm_request)}",
         parent=parent,
         kind=trace.SpanKind.CLIENT,
@@ -135,7 +135,7 @@ def open_tool(ledger: TelemetryLedger, parent: Entry | None, tool: Any, tool_con
     """A tool call's span, keyed by ``(invocation_id, function_call_id)``."""
     ledger.unwind()
     entry = ledger.start(
-        ("tool", tool_context.invocation_id, tool_context.function_call_id),
+        keys.tool(tool_context.invocation_id, tool_context.function_call_id),
         f"execute_tool {tool.name}",
         parent=parent,
         attributes=(
@@ -150,7 +150,7 @@ def tool_node(ledger: TelemetryLedger, node: nodes.NodeSpan, tool: Any, tool_con
     """A tool call made inside a workflow node. A tool node's own tool: the
     node's span becomes the tool call's (one span per unit), renamed, with
     the tool's attributes over the node's. Any other: a tool span under it."""
-    key = ("tool", tool_context.invocation_id, tool_context.function_call_id)
+    key = keys.tool(tool_context.invocation_id, tool_context.function_call_id)
     entry = nodes.adopt_tool(node, tool.name, key)
     if entry is None:
         return open_tool(ledger, node.entry, tool, tool_context)

@@ -27,6 +27,7 @@ from ..reading import failures
 from ..reading.failures import ErrorClassifier, Failure
 from ..semconv import Outcome
 from ..util.redact import guarded
+from . import keys
 from .aborts import abort_reason
 from .runs import Run, is_cancelled
 
@@ -77,17 +78,19 @@ def conclude_agent(
     # is in flight: an abort, not a success, though the task is not cancelling.
     aborted = abort_reason(sys.exc_info()[1])
     if run is not None and run.closing_early:
-        ledger.conclude(entry, Outcome.INCOMPLETE, None, "consumer_closed")
+        ledger.conclude(entry, Outcome.INCOMPLETE, reason="consumer_closed")
     elif is_cancelled(run) or getattr(callback_context, "is_aborted", False):
-        ledger.conclude(entry, Outcome.CANCELLED, None, "cancelled")
+        ledger.conclude(entry, Outcome.CANCELLED, reason="cancelled")
     elif aborted is not None:
-        ledger.conclude(entry, Outcome.CANCELLED, None, aborted)
+        ledger.conclude(entry, Outcome.CANCELLED, reason=aborted)
     elif entry.reported_cancel:
-        ledger.conclude(entry, Outcome.CANCELLED, None, "remote_canceled")
+        ledger.conclude(entry, Outcome.CANCELLED, reason="remote_canceled")
     elif entry.reported_error is not None:
         reason, description = entry.reported_error
         failure = entry.reported_failure or Failure(failures.Category.REMOTE_FAILED)
-        ledger.conclude(entry, Outcome.ERROR, None, reason, description, failure.attributes)
+        ledger.conclude(
+            entry, Outcome.ERROR, reason=reason, description=description, extra=failure.attributes
+        )
     else:
         ledger.conclude(entry, Outcome.OK)
 
@@ -104,7 +107,7 @@ def conclude_model(
     if error_code:
         blocked = failures.classify_response_error(error_code).attributes
         extra = {**response, **blocked} if response else blocked
-        ledger.conclude(entry, Outcome.ERROR, None, str(error_code), extra=extra)
+        ledger.conclude(entry, Outcome.ERROR, reason=str(error_code), extra=extra)
     else:
         ledger.conclude(entry, Outcome.OK, extra=response)
 
@@ -122,16 +125,15 @@ def conclude_tool(
     ``isError``), though the agent carries on."""
     failure = failures.tool_result_failure(tool, result, classifier, result_failures)
     if failure is None:
-        ledger.conclude(entry, Outcome.OK, None, None, None, None, foreign=ADK_LEGACY)
+        ledger.conclude(entry, Outcome.OK, foreign=ADK_LEGACY)
         return
     description = failure.message or failure.category
     ledger.conclude(
         entry,
         Outcome.ERROR,
-        None,
-        sc.MCP_TOOL_ERROR,
-        description,
-        failure.attributes,
+        reason=sc.MCP_TOOL_ERROR,
+        description=description,
+        extra=failure.attributes,
         foreign=ADK_LEGACY,
     )
 
@@ -140,6 +142,7 @@ def end_failed(
     ledger: TelemetryLedger,
     entry: Entry,
     error: BaseException,
+    *,
     run: Run | None,
     layer: str,
     classifier: ErrorClassifier | None,
@@ -151,12 +154,14 @@ def end_failed(
         ledger.reattach(entry)
     aborted = abort_reason(error)
     if aborted is not None:
-        ledger.conclude(entry, Outcome.CANCELLED, None, aborted, foreign=foreign)
+        ledger.conclude(entry, Outcome.CANCELLED, reason=aborted, foreign=foreign)
     elif is_cancelled(run):
-        ledger.conclude(entry, Outcome.CANCELLED, None, "cancelled", foreign=foreign)
+        ledger.conclude(entry, Outcome.CANCELLED, reason="cancelled", foreign=foreign)
     else:
         failure = classified(error, layer, run, classifier)
-        ledger.conclude(entry, Outcome.ERROR, error, extra=failure.attributes, foreign=foreign)
+        ledger.conclude(
+            entry, Outcome.ERROR, error=error, extra=failure.attributes, foreign=foreign
+        )
 
 
 def classified(
@@ -177,12 +182,12 @@ def settle_on(ledger: TelemetryLedger, event: Any) -> bool:
     that failed (logged)."""
     try:
         if not event.partial:
-            model = ledger.get(("model", id(event.actions)))
+            model = ledger.get(keys.model(event.actions))
             if model is not None:
                 ledger.settle(model)
         if ledger.concluded:
             for call_id in attrs.function_response_ids(event):
-                tool = ledger.get(("tool", event.invocation_id, call_id))
+                tool = ledger.get(keys.tool(event.invocation_id, call_id))
                 if tool is not None:
                     ledger.settle(tool)
     except Exception:

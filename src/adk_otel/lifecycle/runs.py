@@ -28,6 +28,7 @@ from ..reading import attributes as attrs
 from ..reading import user_id as user_ids
 from ..reading.failures import Failure
 from ..semconv import Outcome
+from . import keys
 from .aborts import abort_reason
 from .nodes import NodeScope
 from .runner import CURRENT_WATCH, RunWatch
@@ -154,7 +155,7 @@ class Runs:
         links = [trace.Link(paused, {sc.ADK_LINK: "resumes"})] if paused is not None else None
         user_ids.put(attributes, getattr(invocation_context, "user_id", None), user_id_mode)
         entry = ledger.start(
-            ("run", id(invocation_context)),
+            keys.run(invocation_context),
             attrs.invocation_span_name(invocation_context),
             parent_context=parent_context,
             kind=trace.SpanKind.SERVER if continued else trace.SpanKind.INTERNAL,
@@ -248,9 +249,9 @@ def _watch_task(run: Run, close: Close) -> None:
     run.task, run.cancelling_at_start = task, task.cancelling()
     if run.watch is not None and not run.live:
         # Under instrument() the wrapper drives ADK's generator in this task
-        # and ends the run however it stops (runner.py). Not registering a
-        # callback the wrapper makes redundant halves the young-generation
-        # collections of a tool run (measured: 0.91 -> 0.46 per invocation).
+        # and ends the run however it stops (runner.py). A callback the wrapper
+        # makes redundant doubled the young-generation collections of a tool
+        # run (benchmarks/README.md, "The collector's runs under instrument()").
         return
 
     def on_task_done(done: asyncio.Task[Any]) -> None:

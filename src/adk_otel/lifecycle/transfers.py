@@ -36,7 +36,6 @@ def end_transferred(ledger: TelemetryLedger, run: Run, target: str) -> None:
             ledger.end_entry(
                 source,
                 Outcome.OK,
-                None,
-                sc.CLOSE_REASON_TRANSFERRED,
+                reason=sc.CLOSE_REASON_TRANSFERRED,
                 extra={sc.ADK_TRANSFER_TARGET: sanitize.clean(target)},
             )

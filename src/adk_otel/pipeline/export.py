@@ -38,9 +38,9 @@ BSP_DEFAULTS = {
     "OTEL_BSP_EXPORT_TIMEOUT": 5000,
 }
 """adk-otel's values where the variable is unset (the SDK's: 2048 spans, 5000 ms,
-512 spans, 30000 ms). The queue holds about 3 s of a busy agent process's
-spans (350 three-agent invocations a second) so a starved export thread drops
-nothing; the export timeout bounds the final flush at shutdown (ms)."""
+512 spans, 30000 ms). The queue holds seconds of a busy agent process's spans,
+so an export thread starved for a while drops nothing (benchmarks/README.md,
+"Export under load"); the export timeout bounds the final flush at shutdown (ms)."""
 BSP_MAXIMUMS = {
     "OTEL_BSP_MAX_QUEUE_SIZE": 1_000_000,
     "OTEL_BSP_SCHEDULE_DELAY": 3_600_000,

@@ -521,9 +521,9 @@ def _gemini_base_url(model_obj: Any) -> Any:
 # id(agent) -> (weak reference to it, its ``model`` field when resolved, the
 # resolved model object): an agent naming its model by string resolves it
 # through ADK's model registry on every read (a new model object each time on
-# ADK 2.5, a keyed cache look-up on 2.13: 1-8 µs a model call with what follows
-# from a new object), so the resolution is kept per agent and redone when the
-# field changes. Dropped when the agent goes.
+# ADK 2.5, a keyed cache look-up on 2.13; what that costs a model call:
+# benchmarks/README.md, "An agent's model, named by string"), so the resolution
+# is kept per agent and redone when the field changes. Dropped when the agent goes.
 _resolved_models: dict[int, tuple[Any, str, Any]] = {}
 
 

@@ -1,0 +1,43 @@
+"""Pairing keys: how a terminal hook finds the span its "before" hook opened.
+
+ADK hands a layer's hooks no handle of their own, so each span is filed in the
+ledger under a key both ends build from what ADK gives them (see the project's
+lifecycle notes):
+
+* a run by its ``InvocationContext`` object, the same object in every hook of
+  the run;
+* a model call by the ``EventActions`` object its callback context carries,
+  the same object in its after and error hooks and in the event that carries
+  its response;
+* a tool call by ``(invocation_id, function_call_id)``, which its after and
+  error hooks and its function response event carry too;
+* an agent run and a workflow node run by a serial number: their closers find
+  them through the run (a stack per agent name, for loop iterations and
+  retries) or the node tracer, not by key.
+
+Only this module builds them, so both ends always build the same key.
+"""
+
+from __future__ import annotations
+
+Key = tuple[object, ...]
+
+
+def run(invocation_context: object) -> Key:
+    return ("run", id(invocation_context))
+
+
+def model(actions: object) -> Key:
+    return ("model", id(actions))
+
+
+def tool(invocation_id: object, call_id: object) -> Key:
+    return ("tool", invocation_id, call_id)
+
+
+def agent(serial: int) -> Key:
+    return ("agent", serial)
+
+
+def node(serial: int) -> Key:
+    return ("node", serial)
