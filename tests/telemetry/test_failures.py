@@ -340,7 +340,6 @@ async def test_a_broken_classifier_never_breaks_a_run(answer, caplog) -> None:
     assert all(s.end_time for s in rec.spans)
 
 
-
 async def test_a_classifier_with_the_wrong_signature_is_logged_once_with_its_error(
     caplog, monkeypatch
 ) -> None:
@@ -364,6 +363,7 @@ async def test_a_classifier_with_the_wrong_signature_is_logged_once_with_its_err
     assert "raised TypeError: " in message and "positional argument" in message
     assert "error_classifier(subject, layer) -> str | None" in message
     assert warning.exc_info is not None
+
 
 # -- transfers are not failures ------------------------------------------------------
 
