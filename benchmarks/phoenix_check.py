@@ -13,7 +13,8 @@ API, and checks:
 * Phoenix knows the run's user (``user.id``): its trace and session show
   the demo's user id;
 * with content capture on, every agent span carries its input messages, which
-  Phoenix turns into its LLM message view (``llm.input_messages``).
+  Phoenix turns into its LLM message view (``llm.input_messages``), and the run's
+  span its ``input.value`` / ``output.value`` (the trace list's Input and Output).
 
 It prints one table per project and exits 1 if a check fails.
 
@@ -197,6 +198,11 @@ def check(base: str, project: str, content: bool) -> list[str]:
         rows.append((span["name"], layer, span["span_kind"], total, captured and viewed))
         if content and layer in ("invocation", "agent", "model") and not (captured and viewed):
             failures.append(f"{project}: {span['name']} shows no input messages")
+        if content and layer == "invocation":
+            # What Phoenix's trace list shows as the run's Input and Output.
+            for key in ("input.value", "output.value"):
+                if not attribute(span, key):
+                    failures.append(f"{project}: {span['name']} has no {key}")
         if layer == "invocation" and attribute(span, "user.id") != DEMO_USER:
             failures.append(f"{project}: {span['name']} has no user.id {DEMO_USER!r}")
         if span["span_kind"] != EXPECTED[layer]:

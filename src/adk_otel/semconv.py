@@ -165,6 +165,13 @@ OI_CHAIN = "CHAIN"
 OI_AGENT = "AGENT"
 OI_LLM = "LLM"
 OI_TOOL = "TOOL"
+# What Phoenix's trace list shows as a run's Input and Output (and MLflow reads
+# when it ingests OpenInference spans): written beside the GenAI attributes, under
+# content capture on spans only. docs/telemetry.md#content-capture.
+OI_INPUT_VALUE = "input.value"
+OI_INPUT_MIME_TYPE = "input.mime_type"
+OI_OUTPUT_VALUE = "output.value"
+OI_OUTPUT_MIME_TYPE = "output.mime_type"
 
 # gen_ai.provider.name values (GenAI registry); LiteLLM prefixes outside it pass through.
 PROVIDER_GEMINI = "gcp.gemini"

@@ -132,3 +132,17 @@ def test_an_error_is_one_line_whatever_the_file_is_called(capsys, tmp_path) -> N
     code, out, err = run_cli(capsys, "tree", str(odd))
     assert (code, out) == (2, "")
     assert err == f"adk-otel: error: {tmp_path}/two\\nlines.json: no such file\n"
+
+
+# -- help ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", ["tree", "check"])
+def test_help_names_every_input_format_and_each_heading_once(capsys, command) -> None:
+    code, out, _ = run_cli(capsys, command, "--help")
+    assert code == 0
+    assert "OTLP JSON file" not in out
+    for form in ("JSON Lines", "protobuf", "gzip", "zstd"):
+        assert form in out.split("positional arguments:")[0], form
+    headings = [line for line in out.splitlines() if line and not line.startswith(" ")]
+    assert len(headings) == len(set(headings)), headings

@@ -135,6 +135,9 @@ def test_keep_adk_spans_from_env(monkeypatch, env, expected) -> None:
         ("localhost:4318", "http/protobuf", "scheme"),
         ("http://:4318", "http/protobuf", "no host"),
         ("http://localhost:99999", "http/protobuf", "out of range"),
+        ("http://user:pw@collector:4317", "grpc", "user:password@"),
+        ("user:pw@collector:4317", "grpc", "user:password@"),
+        ("http://user:pw@collector:4318", "http/protobuf", None),  # basic auth works there
     ],
 )
 def test_endpoint_problems_are_explained(value, protocol, problem) -> None:

@@ -1,4 +1,4 @@
-"""As the README says: with the default sampler a served run keeps its
+"""As docs/across-services.md says: with the default sampler a served run keeps its
 caller's sampling decision (a ``traceparent`` with flags ``00`` records
 nothing), and ``OTEL_TRACES_SAMPLER=always_on`` records it regardless."""
 

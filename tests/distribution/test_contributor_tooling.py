@@ -27,6 +27,7 @@ CHECKS = [
     "ruff format --check .",
     "mypy --strict src/adk_otel",
     "pyright --verifytypes adk_otel --ignoreexternal",
+    "mkdocs build --strict",
     "adk-otel demo",
     ".ci/wheel-smoke .venv/bin/python",
     "python -m pytest -q",

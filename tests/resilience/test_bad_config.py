@@ -54,11 +54,22 @@ CASES = {
     "bsp-queue-overflow": ({"OTEL_BSP_MAX_QUEUE_SIZE": "99999999999999999999"}, True),
     "bsp-delay-huge": ({"OTEL_BSP_SCHEDULE_DELAY": "99999999999999"}, True),
     "bsp-export-timeout-huge": ({"OTEL_BSP_EXPORT_TIMEOUT": "99999999999999"}, True),
+    # The SDK reads this one too: it must not add its own message and traceback.
+    "bsp-export-timeout-not-a-number": ({"OTEL_BSP_EXPORT_TIMEOUT": "abc"}, True),
+    "exporter-unknown-in-a-list": ({"OTEL_TRACES_EXPORTER": "otlp,zipkin"}, True),
     "timeout-infinite": ({"OTEL_EXPORTER_OTLP_TIMEOUT": "inf"}, True),
     "timeout-huge": ({"OTEL_EXPORTER_OTLP_TRACES_TIMEOUT": "1e12"}, True),
     # Credentials in the endpoint never reach a message.
     "endpoint-credentials": (
         {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://user:s3cr3t@localhost:notaport/?key=s3cr3t"},
+        False,
+    ),
+    # gRPC would take user:s3cr3t@localhost as the host name and never connect.
+    "grpc-endpoint-credentials": (
+        {
+            "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc",
+            "OTEL_EXPORTER_OTLP_ENDPOINT": "http://user:s3cr3t@localhost:4317",
+        },
         False,
     ),
 }
@@ -182,3 +193,27 @@ def test_the_loss_summary_names_the_endpoint_without_credentials(clean_env) -> N
         assert destination == "https://***@collector:4318/v1/traces?***"
     finally:
         processor.shutdown()
+
+
+@pytest.mark.parametrize("exporters", ["otlp,console", "console, otlp"])
+def test_console_in_the_exporter_list_is_honoured(exporters, clean_env, receiver, caplog):
+    """``OTEL_TRACES_EXPORTER=otlp,console``, as the SDK reads it: both, no warning."""
+    import io
+
+    from opentelemetry.sdk.trace.export import ConsoleSpanExporter
+
+    clean_env.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", receiver.http_endpoint)
+    clean_env.setenv("OTEL_TRACES_EXPORTER", exporters)
+    caplog.set_level(logging.WARNING)
+
+    provider = build_tracer_provider()
+    processors = provider._active_span_processor._span_processors
+    [console] = [p for p in processors if isinstance(p.span_exporter, ConsoleSpanExporter)]
+    console.span_exporter.out = out = io.StringIO()
+    runner = adk_otel.instrument(agents.runner(agents.sequential()), tracer_provider=provider)
+    asyncio.run(agents.invoke(runner))
+    provider.shutdown()
+
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
+    assert out.getvalue().count('"name": "invoke_agent') >= 1
+    assert len(receiver.wait_for(8, timeout=15)) == 8

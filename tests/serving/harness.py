@@ -313,6 +313,19 @@ def adk_otel_spans(receiver: OtlpReceiver) -> list[Received]:
     return found
 
 
+def instances_by_trace(receiver: OtlpReceiver, scope: str) -> dict[bytes, set[str]]:
+    """The ``service.instance.id`` values ("" for none) the spans of ``scope``
+    (e.g. FastAPI's instrumentation) carry, per trace."""
+    found: dict[bytes, set[str]] = {}
+    for resource_spans in receiver.resource_spans():
+        instance = _resource_attribute(resource_spans, "service.instance.id")
+        for scope_spans in resource_spans.scope_spans:
+            if scope_spans.scope.name == scope:
+                for span in scope_spans.spans:
+                    found.setdefault(span.trace_id, set()).add(instance)
+    return found
+
+
 def _resource_attribute(resource_spans: ResourceSpans, key: str) -> str:
     for attribute in resource_spans.resource.attributes:
         if attribute.key == key:

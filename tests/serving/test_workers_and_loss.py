@@ -17,6 +17,7 @@ from .harness import (
     api_server,
     by_trace,
     gunicorn,
+    instances_by_trace,
     orphans,
     run_many,
     uvicorn,
@@ -64,6 +65,24 @@ def test_gunicorn_with_uvicorn_workers_loses_nothing_at_stop(receiver):
     assert not orphans(spans, receiver)
     assert "" not in {span.instance for span in spans}
     assert "Failed to detach context" not in server.output
+
+
+def test_the_http_spans_of_a_run_carry_the_instance_id_too(receiver):
+    """FastAPI's tracer was made before adk-otel took over ADK's provider (at
+    the worker's first run); the spans it starts from then on carry the id.
+    Only the request that started that first run began without it."""
+    server = uvicorn(receiver)
+    try:
+        run_many(server, 4, concurrency=1)
+        assert server.stop() in (0, -15)
+    finally:
+        server.kill()
+    [instance] = {span.instance for span in adk_otel_spans(receiver)}
+    runs = set(by_trace(adk_otel_spans(receiver)))
+    http = {t: ids for t, ids in instances_by_trace(receiver, "fastapi").items() if t in runs}
+    assert len(http) == 4
+    without = [t for t, ids in http.items() if ids != {instance}]
+    assert len(without) <= 1, http
 
 
 def test_a_user_set_instance_id_is_kept(receiver):

@@ -340,6 +340,31 @@ async def test_a_broken_classifier_never_breaks_a_run(answer, caplog) -> None:
     assert all(s.end_time for s in rec.spans)
 
 
+async def test_a_classifier_with_the_wrong_signature_is_logged_once_with_its_error(
+    caplog, monkeypatch
+) -> None:
+    import logging
+
+    from adk_otel import failures
+
+    monkeypatch.setattr(failures, "_reported", set())
+
+    def classify(subject: object) -> str | None:  # the layer argument forgotten
+        return None
+
+    caplog.set_level(logging.WARNING, logger="adk_otel")
+    rec = await run(
+        clerk(call("lookup", {"sku": "bad"}), reply("x")),
+        error_classifier=classify,  # type: ignore[arg-type]
+    )
+    assert rec.one("execute_tool lookup").attributes[CATEGORY] == "tool_exception"
+    [warning] = [r for r in caplog.records if "error_classifier" in r.getMessage()]
+    message = warning.getMessage()
+    assert "raised TypeError: " in message and "positional argument" in message
+    assert "error_classifier(subject, layer) -> str | None" in message
+    assert warning.exc_info is not None
+
+
 # -- transfers are not failures ------------------------------------------------------
 
 

@@ -1,4 +1,4 @@
-"""The README's metrics setup, run as written in a fresh process: with it,
+"""The metrics setup of docs/configuration.md, run as written in a fresh process: with it,
 adk-otel's metrics reach an OTLP/HTTP endpoint (``/v1/metrics``) next to the
 spans; without it, the pipeline adk-otel builds exports spans only."""
 
@@ -19,13 +19,13 @@ from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
     ExportMetricsServiceRequest,
 )
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
 
 
-def readme_metrics_snippet() -> str:
-    section = README.read_text(encoding="utf-8").split("**Metrics**", 1)[1]
+def documented_metrics_snippet() -> str:
+    section = DOC.read_text(encoding="utf-8").split("## Metrics", 1)[1]
     found = re.search(r"```python\n(.*?)```", section, re.S)
-    assert found, "the README lost its metrics snippet"
+    assert found, "docs/configuration.md lost its metrics snippet"
     return found.group(1)
 
 
@@ -107,8 +107,8 @@ def _run(setup: str, server: http.server.ThreadingHTTPServer) -> tuple[str, list
     return proc.stdout, names
 
 
-def test_the_readme_setup_exports_adk_otels_metrics_over_otlp(collector) -> None:
-    stdout, names = _run(readme_metrics_snippet(), collector)
+def test_the_documented_setup_exports_adk_otels_metrics_over_otlp(collector) -> None:
+    stdout, names = _run(documented_metrics_snippet(), collector)
     assert "METER_PROVIDER MeterProvider" in stdout
     assert "adk.invocation.count" in names, names
     assert "gen_ai.invoke_agent.duration" in names, names

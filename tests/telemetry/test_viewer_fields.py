@@ -163,3 +163,37 @@ async def test_instrument_again_changes_the_user_id_mode() -> None:
         {sc.USER_ID: USER, sc.ADK_USER_ID: USER},
         {sc.USER_ID: HASHED, sc.ADK_USER_ID: HASHED},
     ]
+
+
+# -- OpenInference's input and output (Phoenix's and MLflow's trace lists) -------------
+
+
+async def test_the_run_shows_its_input_and_output_where_phoenix_reads_them() -> None:
+    rec = await run(clerk(), "is A1 there", capture_content=True)
+    for name in ("invocation shop", "invoke_agent clerk"):
+        span = rec.one(name)
+        assert span.attributes[sc.OI_INPUT_VALUE] == "is A1 there", name
+        assert span.attributes[sc.OI_INPUT_MIME_TYPE] == "text/plain"
+        assert span.attributes[sc.OI_OUTPUT_VALUE] == "in stock", name
+        assert span.attributes[sc.OI_OUTPUT_MIME_TYPE] == "text/plain"
+    tool = rec.one("execute_tool lookup")
+    assert json.loads(tool.attributes[sc.OI_INPUT_VALUE]) == {"sku": "A1"}
+    assert tool.attributes[sc.OI_INPUT_MIME_TYPE] == "application/json"
+    assert json.loads(tool.attributes[sc.OI_OUTPUT_VALUE]) == {"sku": "A1", "stock": "3"}
+
+
+async def test_the_openinference_values_are_redacted_as_the_messages_are() -> None:
+    def redact(key: str, text: str) -> str | None:
+        return None if key == sc.GEN_AI_INPUT_MESSAGES else text.replace("stock", "[x]")
+
+    rec = await run(clerk(), "is A1 there", capture_content=True, redact=redact)
+    span = rec.one("invocation shop")
+    assert sc.OI_INPUT_VALUE not in span.attributes
+    assert span.attributes[sc.OI_OUTPUT_VALUE] == "in [x]"
+
+
+@pytest.mark.parametrize("mode", [None, "EVENT_ONLY"])
+async def test_no_openinference_values_without_content_on_spans(mode: str | None) -> None:
+    rec = await run(clerk(), "is A1 there", **({"capture_content": mode} if mode else {}))
+    keys = {sc.OI_INPUT_VALUE, sc.OI_OUTPUT_VALUE}
+    assert not any(keys & set(s.attributes) for s in rec.spans)

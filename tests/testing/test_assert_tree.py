@@ -291,3 +291,27 @@ def test_unended_spans_can_be_expected() -> None:
     assert_tree([record], ("invoke_agent root", {"ended": False}))
     with pytest.raises(AssertionError, match="ended is False, expected True"):
         assert_tree([record], ("invoke_agent root", {"ended": True}))
+
+
+def test_every_difference_is_listed() -> None:
+    """A child list that differs does not hide an unexpected sibling beside it."""
+    b = TraceBuilder()
+    with b.span(K.INVOCATION, "shop"):
+        with b.span(K.AGENT, "root"), b.span(K.MODEL, "scripted-model"):
+            pass
+        with b.span(K.AGENT, "stray"):
+            pass
+    spans = b.finished()
+    expected = ("invocation shop", [("invoke_agent root", ["execute_tool lookup"])])
+    differences = [
+        "under invocation shop > invoke_agent root: no span 'execute_tool lookup'; "
+        "found 'generate_content scripted-model'",
+        "under invocation shop: unexpected span(s) 'invoke_agent stray' (add ... to allow others)",
+    ]
+    assert tree_mismatch(spans, expected) == "; ".join(differences)
+    with pytest.raises(AssertionError) as raised:
+        assert_tree(spans, expected)
+    assert str(raised.value).startswith(
+        "span tree does not match: 2 differences:\n"
+        + "\n".join(f"  - {difference}" for difference in differences)
+    )

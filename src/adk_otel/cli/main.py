@@ -474,7 +474,10 @@ _LIMIT_HELP = {
 def limit_arguments(parser: argparse.ArgumentParser, names: Sequence[str]) -> None:
     """``--max-<name>-mb`` flags (see :class:`~adk_otel.traces.io.limits.ReadLimits`)."""
     defaults = ReadLimits()
-    group = parser.add_argument_group("limits (MiB; also ADK_OTEL_MAX_<NAME>_MB)")
+    title = "limits (MiB; also ADK_OTEL_MAX_<NAME>_MB)"
+    # One heading however many calls add limits to a parser (check: inputs, then spec).
+    groups = [g for g in parser._action_groups if g.title == title]
+    group = groups[0] if groups else parser.add_argument_group(title)
     for name in names:
         group.add_argument(
             flag_name(name),
@@ -500,7 +503,9 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     tree = commands.add_parser(
         "tree",
-        help="print the span tree of an OTLP JSON file",
+        help="print the span tree of collector trace files (OTLP JSON or protobuf)",
+        description="Print the span tree of collector trace files: OTLP JSON Lines or\n"
+        "protobuf, plain, gzip or zstd.",
         epilog=_FILE_HELP + "\n\n" + _TREE_EXIT,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -509,7 +514,9 @@ def build_parser() -> argparse.ArgumentParser:
     _colour_flag(tree)
     check = commands.add_parser(
         "check",
-        help="check an OTLP JSON file against a YAML spec",
+        help="check collector trace files against a YAML spec",
+        description="Check collector trace files (OTLP JSON Lines or protobuf, plain, gzip\n"
+        "or zstd) against a YAML spec.",
         epilog=_FILE_HELP + "\n\n" + _SPEC_HELP + "\n\n" + _CHECK_EXIT,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -29,7 +29,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 from ..util import env
 from .export import ExportingProcessor, batch_settings
-from .instance import with_instance_id
+from .instance import give_instance_id
 from .otel_env import otlp_exporter_from_env
 
 logger: logging.Logger = logging.getLogger("adk_otel.pipeline")
@@ -72,7 +72,7 @@ def _take_over(provider: Any) -> bool:
     new = ExportingProcessor(exporter, **batch_settings())
     with active._lock:
         active._span_processors = tuple(new if p is old else p for p in processors)
-    provider._resource = with_instance_id(provider.resource)
+    give_instance_id(provider)  # on the tracers made before too (FastAPI's)
     # What the old processor still holds (usually nothing yet) is sent in the background.
     threading.Thread(target=old.shutdown, name="adk-otel-handover", daemon=True).start()
     logger.info(

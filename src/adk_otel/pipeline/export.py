@@ -290,6 +290,9 @@ class ExportingProcessor(BatchSpanProcessor):
             max_queue_size=max_queue_size,
             schedule_delay_millis=schedule_delay_millis,
             max_export_batch_size=max_export_batch_size,
+            # Given, so the SDK does not read OTEL_BSP_EXPORT_TIMEOUT a second time
+            # (a bad value would be reported twice, once with a traceback).
+            export_timeout_millis=shutdown_timeout * 1000,
         )
         self.capacity = max_queue_size
         self.shutdown_timeout = shutdown_timeout

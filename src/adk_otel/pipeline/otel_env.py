@@ -119,12 +119,37 @@ def endpoint_problem(value: str, protocol: str) -> str | None:
         return "the scheme must be http:// or https://"
     if not parts.hostname:
         return "it has no host"
+    if protocol == "grpc" and "@" in parts.netloc:
+        return (
+            "gRPC takes user:password@ as part of the host name and can never connect; "
+            "send credentials as a header (OTEL_EXPORTER_OTLP_HEADERS=authorization=...)"
+        )
     return None
 
 
 MAX_EXPORT_TIMEOUT_S = 3600
 """The longest OTLP export timeout accepted, in seconds (an hour: beyond it,
 or ``inf``, every export fails inside the exporter)."""
+
+
+TRACES_EXPORTERS = ("otlp", "console", "none")
+"""The ``OTEL_TRACES_EXPORTER`` values adk-otel builds, as the SDK's own
+handling: a comma-separated list, ``none`` alone turning export off."""
+
+
+def _traces_exporters(value: str) -> list[str]:
+    return [name.strip() for name in value.split(",") if name.strip()] or ["otlp"]
+
+
+def console_exporter_from_env() -> SpanExporter | None:
+    """The SDK's console exporter when ``OTEL_TRACES_EXPORTER`` lists
+    ``console`` (alone or beside ``otlp``, e.g. ``otlp,console``), else None."""
+    value = os.environ.get("OTEL_TRACES_EXPORTER", "").strip().lower()
+    if "console" not in _traces_exporters(value):
+        return None
+    from opentelemetry.sdk.trace.export import ConsoleSpanExporter
+
+    return ConsoleSpanExporter()
 
 
 def otlp_exporter_from_env() -> SpanExporter | None:
@@ -134,13 +159,19 @@ def otlp_exporter_from_env() -> SpanExporter | None:
     endpoint, headers, timeout, compression and certificates themselves.
     """
     exporters = os.environ.get("OTEL_TRACES_EXPORTER", "otlp").strip().lower()
-    if exporters == "none":
-        return None
-    if "otlp" not in exporters.split(","):
+    names = _traces_exporters(exporters)
+    unknown = sorted(set(names) - set(TRACES_EXPORTERS))
+    known = [name for name in names if name in TRACES_EXPORTERS]
+    if unknown:
         logger.warning(
-            "adk-otel: OTEL_TRACES_EXPORTER=%r: only 'otlp' and 'none' are built in; using otlp",
+            "adk-otel: OTEL_TRACES_EXPORTER=%r: %s not built in (adk-otel builds %s); using %s",
             exporters,
+            ", ".join(unknown),
+            ", ".join(TRACES_EXPORTERS),
+            ", ".join(known) or "otlp",
         )
+    if known and "otlp" not in known:
+        return None  # none, or console only (console_exporter_from_env)
     protocol_variable, protocol = _protocol_setting()
     if protocol == "grpc" and not grpc_exporter_available():
         logger.warning(

@@ -37,7 +37,7 @@ from opentelemetry import trace
 from opentelemetry.sdk._logs import LogRecordProcessor
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SpanExporter
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter
 
 from ..lifecycle.nodes import NodeTracer
 from ..semconv import A2A_SDK_SCOPE, ADK_SCOPE, INSTRUMENTATION_SCOPE
@@ -47,7 +47,12 @@ from ..version import __version__
 from . import adk_scope, adopt
 from .export import ExportingProcessor, batch_settings
 from .instance import with_instance_id
-from .otel_env import otlp_exporter_from_env, otlp_log_exporter_from_env, sampler_from_env
+from .otel_env import (
+    console_exporter_from_env,
+    otlp_exporter_from_env,
+    otlp_log_exporter_from_env,
+    sampler_from_env,
+)
 
 logger: logging.Logger = guarded(logging.getLogger("adk_otel.pipeline"))
 
@@ -260,7 +265,11 @@ def build_tracer_provider(exporter: SpanExporter | None = None) -> AdkOtelTracer
     provider = AdkOtelTracerProvider(
         resource=with_instance_id(Resource.create()), sampler=sampler_from_env()
     )
-    exporter = exporter if exporter is not None else otlp_exporter_from_env()
+    if exporter is None:
+        console = console_exporter_from_env()  # OTEL_TRACES_EXPORTER=otlp,console
+        if console is not None:
+            provider.add_span_processor(SimpleSpanProcessor(console))
+        exporter = otlp_exporter_from_env()
     if exporter is not None:
         provider.add_span_processor(ExportingProcessor(exporter, **batch_settings()))
     return provider

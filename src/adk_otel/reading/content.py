@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from .. import semconv as sc
 from ..util import env, sanitize
 from ..util.redact import guarded
 
@@ -143,8 +144,50 @@ class ContentCapture:
             return
         if self.on_span:
             entry.span.set_attribute(key, text)
+            self._openinference(entry, key, payload)
         if self.on_event:
             ledger.add_event_attributes(entry, event_name, {key: text})
+
+    def _openinference(self, entry: Any, key: str, payload: Any) -> None:
+        """The same content as OpenInference's ``input.value`` / ``output.value``:
+        a message's text as plain text, anything else as JSON, redacted and cut
+        as ``key`` is."""
+        names = _OPENINFERENCE.get(key)
+        if names is None:
+            return
+        plain = message_text(payload) if key in _MESSAGES else None
+        text = self.value(key, plain if plain else payload)
+        if text is not None:
+            entry.span.set_attribute(names[0], text)
+            entry.span.set_attribute(names[1], "text/plain" if plain else "application/json")
+
+
+_IN = (sc.OI_INPUT_VALUE, sc.OI_INPUT_MIME_TYPE)
+_OUT = (sc.OI_OUTPUT_VALUE, sc.OI_OUTPUT_MIME_TYPE)
+_OPENINFERENCE = {
+    sc.GEN_AI_INPUT_MESSAGES: _IN,
+    sc.GEN_AI_OUTPUT_MESSAGES: _OUT,
+    sc.GEN_AI_TOOL_CALL_ARGUMENTS: _IN,
+    sc.GEN_AI_TOOL_CALL_RESULT: _OUT,
+}
+_MESSAGES = (sc.GEN_AI_INPUT_MESSAGES, sc.GEN_AI_OUTPUT_MESSAGES)
+
+
+def message_text(payload: Any) -> str | None:
+    """The text parts of GenAI-convention messages, one per line (for a model
+    call's input: the last message's), or None when they hold no text."""
+    if not isinstance(payload, list) or not payload:
+        return None
+    if len(payload) > 1 and all(isinstance(m, dict) for m in payload):
+        payload = payload[-1:]
+    texts = [
+        p["content"]
+        for m in payload
+        if isinstance(m, dict)
+        for p in m.get("parts") or ()
+        if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("content"), str)
+    ]
+    return "\n".join(texts) or None
 
 
 def resolve(settings: ContentSettings) -> ContentCapture | None:

@@ -428,8 +428,8 @@ def ask_classifier(classifier: ErrorClassifier | None, subject: Any, layer: str)
         return None
     try:
         found = classifier(subject, layer)
-    except Exception:
-        _report("raised", exc_info=True)
+    except Exception as exc:
+        _report("raised", exc)
         return None
     if found is None:
         return None
@@ -441,12 +441,26 @@ def ask_classifier(classifier: ErrorClassifier | None, subject: Any, layer: str)
     return sanitize.clean(found.strip(), _MAX_CATEGORY)
 
 
-def _report(what: str, *, exc_info: bool = False) -> None:
+CLASSIFIER_SIGNATURE = (
+    "error_classifier(subject, layer) -> str | None, where subject is the exception or the "
+    "tool result, layer 'invocation', 'agent', 'model' or 'tool', and the answer a category "
+    "name or None for the built-in categories"
+)
+
+
+def _report(what: str, exc: Exception | None = None) -> None:
+    """Logs a classifier problem once per kind, with the exception (in the
+    message too, for logs that drop tracebacks) and what is expected."""
     if what in _reported:
         return
     _reported.add(what)
+    if exc is not None:
+        what = f"{what} {sanitize.description(exc)}"
     logger.warning(
-        "adk-otel: error_classifier %s; using the built-in categories", what, exc_info=exc_info
+        "adk-otel: error_classifier %s; using the built-in categories. Expected: %s",
+        what,
+        CLASSIFIER_SIGNATURE,
+        exc_info=exc,
     )
 
 

@@ -400,42 +400,51 @@ class _Matcher:
 
     # -- explaining a mismatch (best effort, only called after a failed match) ----
 
-    def explain(self, expected: ExpectedChildren, nodes: list[SpanNode], where: str) -> str:
+    def explain(self, expected: ExpectedChildren, nodes: list[SpanNode], where: str) -> list[str]:
+        """Every difference between ``expected`` and ``nodes`` (at least one)."""
         items = _unrolled(expected.flat())
         owner = self._assign(items, nodes)
         placed = set(owner.values())
+        used = set(owner)  # nodes matched, or explained as an expected span that differs
+        found: list[str] = []
         for i, item in enumerate(items):
             if i in placed:
                 continue
             full = [n for n in nodes if self.node(item, n)]
-            if not full:
-                return self._explain_missing(item, nodes, where)
-            label = item.label(quoted=True, count=False)
-            wanted = sum(1 for other in items if other.label(quoted=True, count=False) == label)
-            return f"{where}: expected {wanted} x {label}, found {len(full)}"
+            if full:
+                label = item.label(quoted=True, count=False)
+                wanted = sum(1 for other in items if other.label(quoted=True, count=False) == label)
+                found.append(f"{where}: expected {wanted} x {label}, found {len(full)}")
+                continue
+            found += self._explain_missing(item, nodes, where)
+            near = (j for j, n in enumerate(nodes) if j not in used and item.selects(n.record))
+            used.add(next(near, -1))
         names = ", ".join(repr(n.record.name) for n in nodes) or "none"
         if not expected.open and len(nodes) > len(items):
-            extra = ", ".join(repr(n.record.name) for j, n in enumerate(nodes) if j not in owner)
-            return f"{where}: unexpected span(s) {extra} (add ... to allow others)"
+            extra = ", ".join(repr(n.record.name) for j, n in enumerate(nodes) if j not in used)
+            if extra:
+                found.append(f"{where}: unexpected span(s) {extra} (add ... to allow others)")
+        if found:
+            return found
         if expected.ordered:
-            return (
+            return [
                 f"{where}: spans are there but not in the expected order; actual order: "
                 f"{names} (use unordered(...) / ordered: false if order does not matter)"
-            )
-        return f"{where}: spans do not match; actual: {names}"
+            ]
+        return [f"{where}: spans do not match; actual: {names}"]
 
-    def _explain_missing(self, item: ExpectedSpan, nodes: list[SpanNode], where: str) -> str:
+    def _explain_missing(self, item: ExpectedSpan, nodes: list[SpanNode], where: str) -> list[str]:
         candidates = [n for n in nodes if item.selects(n.record)]
         if not candidates:
             names = ", ".join(repr(n.record.name) for n in nodes) or "no spans"
-            return f"{where}: no span {item.label(quoted=True)}; found {names}"
+            return [f"{where}: no span {item.label(quoted=True)}; found {names}"]
         for node in candidates:
             if item.problems(node.record) or item.children is None:
                 continue
             inner = " > ".join(n.record.name for n in node.path())
             return self.explain(item.children, node.children, f"under {inner}")
         record = candidates[0].record
-        return f"{where}: {record.name!r} does not match: {'; '.join(item.problems(record))}"
+        return [f"{where}: {record.name!r} does not match: {'; '.join(item.problems(record))}"]
 
 
 def render_expected(expected: ExpectedChildren) -> str:
@@ -461,14 +470,20 @@ def render_expected(expected: ExpectedChildren) -> str:
     return "\n".join(lines)
 
 
-def tree_mismatch(spans: Forest | Iterable[Any], expected: Any) -> str | None:
-    """Why the spans do not have the expected shape, or None when they do."""
+def tree_mismatches(spans: Forest | Iterable[Any], expected: Any) -> list[str]:
+    """Every way the spans differ from the expected shape; empty when they match."""
     forest = spans if isinstance(spans, Forest) else Forest(spans)
     parsed = parse_tree(expected)
     matcher = _Matcher()
     if matcher.children(parsed, forest.roots):
-        return None
+        return []
     return matcher.explain(parsed, forest.roots, "at the top level")
+
+
+def tree_mismatch(spans: Forest | Iterable[Any], expected: Any) -> str | None:
+    """Why the spans do not have the expected shape (every difference, joined
+    by ``; ``), or None when they do."""
+    return "; ".join(tree_mismatches(spans, expected)) or None
 
 
 def assert_tree(spans: Forest | Iterable[Any], expected: Any) -> None:
@@ -478,9 +493,14 @@ def assert_tree(spans: Forest | Iterable[Any], expected: Any) -> None:
     """
     forest = spans if isinstance(spans, Forest) else Forest(spans)
     parsed = parse_tree(expected)
-    reason = tree_mismatch(forest, parsed)
-    if reason is None:
+    reasons = tree_mismatches(forest, parsed)
+    if not reasons:
         return
+    reason = (
+        reasons[0]
+        if len(reasons) == 1
+        else f"{len(reasons)} differences:\n" + "\n".join(f"  - {r}" for r in reasons)
+    )
     raise AssertionError(
         f"span tree does not match: {reason}\n\nexpected:\n{render_expected(parsed)}\n\n"
         f"actual ({len(forest)} spans):\n{render_tree(forest)}"
