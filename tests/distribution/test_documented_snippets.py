@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from adk_otel.cli import build_parser
+from adk_otel.cli.main import build_parser
 
 pytest_plugins = ["pytester"]
 
