@@ -238,3 +238,43 @@ def test_the_two_process_a2a_demo_trace(tmp_path, capsys) -> None:
     assert "== shop (1 baseline vs 1 candidate runs)" in report
     assert "sample too small to call a change" in report
     assert "runs hitting " in report  # the demo's card payment fails on purpose
+
+
+def _workflow_runs(route: str, folder: Path) -> Path:
+    """RUNS real runs of a Workflow whose classifier takes ``route``, saved by a capture."""
+    from google.adk.agents.context import Context
+    from google.adk.workflow import Workflow
+
+    from adk_otel.testing import TraceCapture
+
+    def classify(ctx: Context) -> str:
+        ctx.route = route
+        return route
+
+    def refund() -> str:
+        return "refunded"
+
+    def ship() -> str:
+        return "shipped"
+
+    capture = TraceCapture()
+    for _ in range(RUNS):
+        flow = Workflow(name="flow", edges=[("START", classify, {"refund": refund, "ship": ship})])
+        asyncio.run(_run(capture.instrument(InMemoryRunner(node=flow, app_name="shop"))))
+    folder.mkdir()
+    return capture.save(folder / "traces.json")
+
+
+def test_a_rerouted_workflow_is_a_path_change(tmp_path: Path) -> None:
+    """Workflow nodes are steps of a run's path: a change that sends every run
+    down another branch trips the path gate and says where the paths part."""
+    baseline = _workflow_runs("refund", tmp_path / "base")
+    candidate = _workflow_runs("ship", tmp_path / "cand")
+    result = compare(baseline, candidate, fail_on=["path"])
+
+    assert "path" in result.tripped_gates, result.report()
+    (group,) = result.comparison.groups
+    (divergence,) = group.divergences
+    assert divergence.after == "node:classify"
+    assert (divergence.baseline_step, divergence.candidate_step) == ("node:refund", "node:ship")
+    assert compare(baseline, baseline, fail_on=["path"]).ok

@@ -8,7 +8,7 @@ spans); it is folded into its group's distributions when its invocation span
 comes (files in export order) or at the end (any order), so a
 :class:`Summary` holds counts and histograms per group, layer and path.
 
-A path is the run's agent and tool steps in start order, a step repeated
+A path is the run's agent, tool and workflow node steps in start order, a step repeated
 back to back written once: the route through the agents and tools. How often
 a step repeats is what the calls per run measure.
 """
@@ -29,7 +29,7 @@ ERROR_CATEGORY = "adk.error.category"
 
 CONVERSATION = sc.GEN_AI_CONVERSATION_ID
 OUTCOMES = ("ok", "error", "cancelled", "incomplete", "paused")
-LAYERS = ("agent", "model", "tool")
+LAYERS = ("agent", "model", "tool", "node")
 MAX_PATHS = 1000
 """Distinct paths kept per group; rarer ones beyond it count as ``(other)``."""
 OTHER_PATH = ("(other)",)
@@ -174,6 +174,7 @@ def _name(record: SpanRecord, kind: str) -> str:
         "agent": sc.GEN_AI_AGENT_NAME,
         "tool": sc.GEN_AI_TOOL_NAME,
         "model": sc.GEN_AI_REQUEST_MODEL,
+        "node": sc.ADK_NODE_NAME,
     }[kind]
     value = attributes.get(key)
     if value is None:
