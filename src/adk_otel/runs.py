@@ -19,6 +19,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 
 from . import attributes as attrs
+from . import sharing
 from . import user_id as user_ids
 from .aborts import abort_reason
 from .failures import Failure
@@ -47,6 +48,8 @@ class Run:
     category of the layer it came from (a tool's exception stays ``tool_exception``)."""
     transfers: dict[str, list[Entry]] | None = None
     """Target agent name -> agents that called ``transfer_to_agent`` for it."""
+    manager: Any = None
+    """The plugin manager of the Runner that started the run (sharing.py)."""
 
     @property
     def closing_early(self) -> bool:
@@ -230,13 +233,17 @@ def _watch_task(run: Run, close: Close) -> None:
     task.add_done_callback(on_task_done)
 
 
-def lead(plugin: Any, invocation_context: Any) -> None:
+def lead(plugin: Any, invocation_context: Any) -> bool:
     """Put ``plugin`` first in the run's plugin list, as ``instrument()``
     does, when it was registered later (``--extra_plugins`` appends it): every
     other plugin's callbacks then see the span of their layer. Done while ADK
     iterates the list for before_run: moving the current item to the front
-    leaves the items after it where they were, so none is skipped or repeated."""
+    leaves the items after it where they were, so none is skipped or repeated.
+    True when it already was first (its close witness aside, see sharing.py)."""
     plugins = invocation_context.plugin_manager.plugins  # public on ADK 2.5 through 2.13
-    if plugins.__class__ is list and plugins and plugins[0] is not plugin and plugin in plugins:
+    if plugins.__class__ is not list or sharing.leads(plugins, plugin):
+        return True
+    if plugin in plugins:
         plugins.remove(plugin)
         plugins.insert(0, plugin)
+    return False
