@@ -7,7 +7,7 @@ from typing import Any, TypeVar
 
 from opentelemetry import trace
 
-from . import coexistence
+from . import coexistence, sharing
 from . import runner as runner_wrapper
 from .content import Redactor
 from .failures import ErrorClassifier
@@ -139,7 +139,7 @@ def uninstrument(target: Target) -> Target:
     for plugin in plugins:
         if isinstance(plugin, AdkOtelPlugin):
             plugin.end_open_spans()  # no hook will reach them once it is removed
-    plugins[:] = [p for p in plugins if not isinstance(p, AdkOtelPlugin)]
+    plugins[:] = [p for p in plugins if not isinstance(p, AdkOtelPlugin | sharing.CloseWitness)]
     if hasattr(target, "plugin_manager"):
         runner_wrapper.unwrap(target)
     return target

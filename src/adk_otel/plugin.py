@@ -34,6 +34,7 @@ from . import (
     capture,
     closing,
     coexistence,
+    eval_runs,
     failures,
     options,
     outcomes,
@@ -232,6 +233,7 @@ class AdkOtelPlugin(BasePlugin):
             ledger = self._ledger
             run = self._runs.open(ledger, invocation_context, self._user_id, self._close_run)
             run.manager = self._sharing.enlist(invocation_context, first)
+            eval_runs.label(run.entry.span, invocation_context, self._settings)
             if run.watch is not None:
                 # Under instrument() the run executes in a private context (see
                 # runner.py), so the invocation span can be current for the run's

@@ -196,3 +196,14 @@ async def test_concurrent_runners_over_one_app_each_trace_whole(recorder, caplog
     assert len(recorder.named("invocation shop")) == held + 1
     assert {s.attributes.get(ADK_OUTCOME) for s in recorder.spans} == {"ok"}
     assert_clean(recorder, caplog.records)
+
+
+async def test_uninstrument_takes_the_witness_out_too(recorder):
+    runner = adk_otel.instrument(InMemoryRunner(agent=clerk(reply("ok")), app_name="shop"))
+    assert (await drive(runner, "x")).error is None
+    assert [p.name for p in runner.plugin_manager.plugins] == [
+        "adk_otel_close_witness",
+        "adk_otel",
+    ]
+    adk_otel.uninstrument(runner)
+    assert runner.plugin_manager.plugins == []
