@@ -82,8 +82,9 @@ from pathlib import Path
 from typing import Any
 
 from . import cli_compare, sanitize
+from .traces import evaluations
 from .traces.expect import parse_tree, render_expected, tree_mismatch, unknown_key
-from .traces.files import read_records, read_traces
+from .traces.files import expand, read_records, read_traces
 from .traces.limits import NAMES, ReadLimits, flag_name, over, parse_mib
 from .traces.model import Forest, SpanRecord
 from .traces.otlp_json import OtlpJsonError
@@ -352,7 +353,8 @@ def cmd_tree(args: argparse.Namespace) -> tuple[int, str]:
         return EXIT_OK, _json(forest_json(Forest(records)))
     if args.normalized:
         return EXIT_OK, render_normalized(records)
-    return EXIT_OK, render_tree(records, color=use_colour(args.color)) + "\n"
+    scores = evaluations.from_span_records(records) + evaluations.read_files(expand(args.files))
+    return EXIT_OK, render_tree(records, color=use_colour(args.color), evaluations=scores) + "\n"
 
 
 def cmd_check(args: argparse.Namespace) -> tuple[int, str]:

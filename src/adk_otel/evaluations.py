@@ -132,7 +132,9 @@ def send_case_result(
         invocation_id = getattr(per_invocation.actual_invocation, "invocation_id", "")
         judged = eval_runs.RUNS.get(invocation_id) if invocation_id else None
         records: list[Record] = [
-            result_record(metric, "invocation", index)
+            {**result_record(metric, "invocation", index), sc.ADK_INVOCATION_ID: invocation_id}
+            if invocation_id
+            else result_record(metric, "invocation", index)
             for metric in per_invocation.eval_metric_results or ()
         ]
         groups.append((judged, records))

@@ -3,6 +3,7 @@ in-memory span and log exporters: ADK's evaluation, offline."""
 
 from __future__ import annotations
 
+import inspect
 import re
 from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from google.adk.evaluation.eval_metrics import (
 )
 from google.adk.evaluation.eval_rubrics import Rubric, RubricContent
 from google.adk.evaluation.in_memory_eval_sets_manager import InMemoryEvalSetsManager
+from google.adk.evaluation.local_eval_service import LocalEvalService
 from google.adk.models.base_llm import BaseLlm
 from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
@@ -32,6 +34,11 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 import adk_otel
 from adk_otel import semconv as sc
 from adk_otel.testing.model import ScriptedModel, Step, call, reply
+
+APP_PLUGINS_IN_EVAL = "app" in inspect.signature(LocalEvalService.__init__).parameters
+"""ADK 2.13 runs eval cases through a Runner built from the App (its plugins
+take part); ADK 2.5 builds the eval Runner from the bare agent and its own
+plugins only, so no App plugin sees an eval run there."""
 
 APP = "shop"
 SET = "stock-checks"
@@ -89,8 +96,35 @@ def agent(turns: Turns | None = None) -> LlmAgent:
     return LlmAgent(name="clerk", model=model, tools=[lookup])
 
 
-def app_with(plugin: adk_otel.AdkOtelPlugin, root: LlmAgent) -> App:
-    return App(name=APP, root_agent=root, plugins=[plugin])
+def app_with(plugin: adk_otel.AdkOtelPlugin, root: LlmAgent) -> dict[str, Any]:
+    """``app=`` for LocalEvalService, where this ADK takes one."""
+    if not APP_PLUGINS_IN_EVAL:
+        return {}
+    return {"app": App(name=APP, root_agent=root, plugins=[plugin])}
+
+
+def assert_scored_without_traces(telemetry: Telemetry, results: Sequence[Any]) -> None:
+    """ADK 2.5: no eval run was traced (no App plugin runs there); every
+    result is still sent, labelled with its set, case and ADK invocation id,
+    with no span context to join."""
+    assert not telemetry.finished() or all(
+        s.name.startswith("evaluate ") and s.parent is None for s in telemetry.finished()
+    )
+    events = telemetry.results()
+    expected = sum(
+        len(per.eval_metric_results) for r in results for per in r.eval_metric_result_per_invocation
+    ) + sum(len(r.overall_eval_metric_results) for r in results)
+    assert len(events) == expected
+    ids = {
+        per.actual_invocation.invocation_id
+        for r in results
+        for per in r.eval_metric_result_per_invocation
+    }
+    for event in events:
+        assert event.trace_id == 0 and event.span_id == 0
+        assert event.attributes[sc.ADK_EVAL_SET_ID] == SET
+        if event.attributes[sc.ADK_EVAL_SCOPE] == "invocation":
+            assert event.attributes[sc.ADK_INVOCATION_ID] in ids
 
 
 def turn(text: str, final: str, tools: Sequence[str] = ()) -> Invocation:
@@ -136,6 +170,7 @@ def local_metrics() -> list[EvalMetric]:
 def judged_metric() -> EvalMetric:
     return EvalMetric(
         metric_name="rubric_based_final_response_quality_v1",
+        threshold=0.5,
         criterion=RubricsBasedCriterion(
             threshold=0.5,
             judge_model_options=JudgeModelOptions(judge_model=JUDGE, num_samples=1),

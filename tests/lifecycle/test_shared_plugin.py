@@ -23,6 +23,18 @@ def _runners(app: App, count: int) -> list[Runner]:
     return [InMemoryRunner(app=app) for _ in range(count)]
 
 
+async def held_run(runner: Runner) -> None:
+    """A run whose consumer takes one event and then closes the generator
+    (in its own task, so ADK's context is restored where it was set)."""
+    events = runner.run_async(
+        user_id=USER, session_id=await new_session(runner), new_message=types.UserContent("x")
+    )
+    try:
+        await anext(events)
+    finally:
+        await events.aclose()
+
+
 async def test_one_runner_closing_leaves_another_runners_run_alone(recorder, caplog):
     started, gate = asyncio.Event(), asyncio.Event()
     held = Step(parts=(types.Part(text="late"),), started=started, gate=gate)
@@ -64,18 +76,14 @@ async def test_the_closing_runners_own_abandoned_run_is_ended(recorder, caplog):
     other = asyncio.create_task(drive(second, "other"))
     await started.wait()
     started.clear()
-    abandoned = first.run_async(
-        user_id=USER, session_id=await new_session(first), new_message=types.UserContent("x")
-    )
-    pending = asyncio.ensure_future(anext(abandoned))
+    abandoned = asyncio.create_task(held_run(first))
     await started.wait()
     await first.close()  # its own run is still waiting at the model
 
     ended = {s.attributes.get(ADK_CLOSE_REASON) for s in recorder.named("invocation shop")}
     assert ended == {"plugin_closed"}  # the first Runner's run only
     gate.set()
-    await pending
-    await abandoned.aclose()
+    await abandoned
     assert (await other).error is None
     await second.close()
     outcomes = sorted(str(s.attributes.get(ADK_OUTCOME)) for s in recorder.named("invocation shop"))
@@ -126,17 +134,13 @@ async def test_the_last_runner_closing_ends_what_is_left(recorder, caplog):
         plugins=[plugin],
     )
     [runner] = _runners(app, 1)
-    run = runner.run_async(
-        user_id=USER, session_id=await new_session(runner), new_message=types.UserContent("x")
-    )
-    pending = asyncio.ensure_future(anext(run))
+    run = asyncio.create_task(held_run(runner))
     await started.wait()
     await runner.close()
     [span] = recorder.named("invocation shop")
     assert span.attributes.get(ADK_CLOSE_REASON) == "plugin_closed"
     gate.set()
-    await pending
-    await run.aclose()
+    await run
     assert_clean(recorder, caplog.records)
 
 
