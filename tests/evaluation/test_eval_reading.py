@@ -4,16 +4,22 @@ spans) or from the span form; the pytest query API selects them."""
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
+from google.protobuf import json_format
+from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk._logs.export import SimpleLogRecordProcessor
 
 from adk_otel import semconv as sc
 from adk_otel.cli import main
 from adk_otel.evaluations import TracedLocalEvalService
 from adk_otel.testing.capture import TraceCapture
+from adk_otel.testing.receiver import OtlpReceiver
 from adk_otel.traces import evaluations as reading
 
 from . import evalkit as kit
@@ -25,6 +31,7 @@ CASES = {"greeting": kit.STANDARD["greeting"], "expects-in-stock": kit.STANDARD[
 
 
 async def scored(capture: TraceCapture, **options: Any) -> list[Any]:
+    options.setdefault("logger_provider", capture.logger_provider)
     import adk_otel
 
     root = kit.agent()
@@ -32,7 +39,6 @@ async def scored(capture: TraceCapture, **options: Any) -> list[Any]:
     service = TracedLocalEvalService(
         root,
         kit.eval_set(CASES),
-        logger_provider=capture.logger_provider,
         tracer_provider=capture.tracer_provider,
         **kit.app_with(plugin, root),
         **options,
@@ -40,44 +46,36 @@ async def scored(capture: TraceCapture, **options: Any) -> list[Any]:
     return await infer_and_score(service, kit.local_metrics())
 
 
-def _value(value: Any) -> dict[str, Any]:
-    if isinstance(value, bool):
-        return {"boolValue": value}
-    if isinstance(value, int):
-        return {"intValue": str(value)}
-    if isinstance(value, float):
-        return {"doubleValue": value}
-    return {"stringValue": str(value)}
-
-
-def collector_logs_line(capture: TraceCapture) -> str:
-    """The log records as a collector's file exporter writes them (OTLP JSON,
-    hex ids, one document per line)."""
-    records = []
-    for data in capture.log_exporter.get_finished_logs():
-        record = data.log_record
-        records.append(
-            {
-                "timeUnixNano": str(record.timestamp),
-                "eventName": record.event_name,
-                "traceId": format(record.trace_id, "032x") if record.trace_id else "",
-                "spanId": format(record.span_id, "016x") if record.span_id else "",
-                "attributes": [
-                    {"key": k, "value": _value(v)} for k, v in (record.attributes or {}).items()
-                ],
-            }
-        )
-    return json.dumps({"resourceLogs": [{"scopeLogs": [{"logRecords": records}]}]})
+def collector_logs_lines(receiver: OtlpReceiver) -> str:
+    """The log records the receiver got over OTLP/HTTP, as a collector's file
+    exporter writes them: OTLP JSON, one request per line, hex ids."""
+    lines = []
+    for request in receiver.log_requests:
+        document = json_format.MessageToDict(request)
+        for resource in document.get("resourceLogs", []):
+            for scope in resource.get("scopeLogs", []):
+                for record in scope.get("logRecords", []):
+                    for key in ("traceId", "spanId"):
+                        if key in record:
+                            record[key] = base64.b64decode(record[key]).hex()
+        lines.append(json.dumps(document) + "\n")
+    return "".join(lines)
 
 
 async def test_tree_prints_scores_under_their_invocation(capsys, tmp_path: Path):
     capture = TraceCapture()
-    results = await scored(capture)
+    with OtlpReceiver() as receiver:
+        logs = LoggerProvider()
+        base = receiver.http_endpoint.rsplit("/v1/", 1)[0]
+        exporter = OTLPLogExporter(endpoint=f"{base}/v1/logs")
+        logs.add_log_record_processor(SimpleLogRecordProcessor(exporter))
+        results = await scored(capture, logger_provider=logs)
+        logs.shutdown()
+        log_file = tmp_path / "logs.jsonl"
+        log_file.write_text(collector_logs_lines(receiver), encoding="utf-8")
     spans = capture.save(tmp_path / "spans.jsonl")
-    logs = tmp_path / "logs.jsonl"
-    logs.write_text(collector_logs_line(capture) + "\n", encoding="utf-8")
 
-    code = main(["tree", str(spans), str(logs), "--no-color"])
+    code = main(["tree", str(spans), str(log_file), "--no-color"])
     out = capsys.readouterr().out
     if not kit.APP_PLUGINS_IN_EVAL:
         assert code != 0 and not out  # ADK 2.5: no traced run, no tree to draw
@@ -96,7 +94,8 @@ async def test_tree_prints_scores_under_their_invocation(capsys, tmp_path: Path)
     lines = out.splitlines()
     at = lines.index(next(line for line in lines if "(invocation 0 of greeting)" in line))
     above = [line for line in lines[:at] if "invocation EvaluationGenerator" in line][-1]
-    trace_id = next(e.trace_id for e in capture.evaluations if e.eval_case_id == "greeting")
+    [greeting] = [s for s in capture.spans if s.attributes.get(sc.ADK_EVAL_CASE_ID) == "greeting"]
+    trace_id = greeting.trace_id
     header = [line for line in lines[:at] if line.startswith("trace ")][-1]
     assert header.split()[1] == trace_id and above
 
