@@ -71,7 +71,7 @@ class Sender:
         self._tracer_provider = tracer_provider
         self._logger_provider = logger_provider
         self._spans = as_spans(spans)
-        self.sent = 0
+        self.sent: int = 0
 
     def _logger(self, settings: TelemetrySettings | None) -> Logger | None:
         given = settings.logger_provider if settings is not None else None

@@ -40,11 +40,11 @@ try:
     from google.adk.evaluation.eval_set_results_manager import EvalSetResultsManager
     from google.adk.evaluation.eval_sets_manager import EvalSetsManager
     from google.adk.evaluation.local_eval_service import LocalEvalService
-except ImportError as missing:  # ADK's eval extra is not installed
+except ImportError as _missing:  # ADK's eval extra is not installed
     raise ImportError(
-        f"adk_otel.evaluations needs ADK's evaluation extra ({missing}); "
+        f"adk_otel.evaluations needs ADK's evaluation extra ({_missing}); "
         "install it with: pip install 'google-adk[eval]'"
-    ) from missing
+    ) from _missing
 from opentelemetry import trace
 
 from . import eval_runs
@@ -119,7 +119,7 @@ def result_record(metric_result: Any, scope: str, index: int | None) -> dict[str
     return dict(clean(record) or {})
 
 
-def send_case_result(
+def _send_case_result(
     result: EvalCaseResult, sender: Sender, metrics: Sequence[Any] | None = None
 ) -> None:
     """Send one case's results: per invocation, then for the case (on its
@@ -179,7 +179,7 @@ def record_eval_results(
     )
     for result in results:
         try:
-            send_case_result(result, sender, metrics)
+            _send_case_result(result, sender, metrics)
         except Exception:
             logger.warning("adk-otel: an eval result could not be read; skipped", exc_info=True)
     return sender.sent
@@ -286,7 +286,7 @@ class TracedLocalEvalService(LocalEvalService):
         metrics = evaluate_request.evaluate_config.eval_metrics
         async for result in super().evaluate(evaluate_request):
             try:
-                send_case_result(result, sender, metrics)
+                _send_case_result(result, sender, metrics)
             except Exception:
                 logger.warning("adk-otel: an eval result could not be read; skipped", exc_info=True)
             yield result

@@ -50,6 +50,11 @@ class CloseWitness(BasePlugin):
     def witness_for(self) -> Sharing:
         return self._sharing
 
+    def watches(self, sharing: Sharing, manager: Any) -> bool:
+        """Whether this witness names ``manager`` to ``sharing`` (an
+        ``AgentTool``'s Runner copies its parent's list, witness included)."""
+        return self._sharing is sharing and self._manager() is manager
+
     async def close(self) -> None:
         manager = self._manager()
         if manager is not None:
@@ -76,7 +81,7 @@ class Sharing:
             return None
         if manager in self._open:
             return manager
-        if any(getattr(p, "witness_for", None) is self for p in plugins):
+        if any(isinstance(p, CloseWitness) and p.watches(self, manager) for p in plugins):
             self._open.add(manager)  # closed once, running again
         elif first and plugins and plugins[0] is owner:
             plugins.insert(0, CloseWitness(self, manager, f"{owner.name}_close_witness"))
