@@ -6,6 +6,7 @@ invocation, each metric's result an event in its invocation span's context."""
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 from collections import Counter
 from typing import Any
@@ -360,3 +361,49 @@ def test_results_that_are_not_adks_are_skipped_with_one_warning(caplog):
     warnings = [r for r in caplog.records if "eval result could not be read" in r.getMessage()]
     assert len(warnings) == 2
     assert all(r.exc_info is not None for r in warnings)
+
+
+async def test_agent_evaluator_with_the_results_manager_puts_scores_on_the_runs():
+    """``AgentEvaluator`` loads the agent module's App (its plugins take part
+    on ADK 2.13) and hands its results to the manager it is given."""
+    from google.adk.evaluation.agent_evaluator import AgentEvaluator
+    from google.adk.evaluation.eval_config import EvalConfig
+    from google.adk.evaluation.eval_set import EvalSet
+
+    from .evaluated import agent as module
+
+    telemetry = kit.telemetry()
+    [plugin] = module.app.plugins
+    plugin.configure(tracer_provider=telemetry.tracer_provider)
+    cases = {"in-stock": kit.STANDARD["in-stock"], "greeting": kit.STANDARD["greeting"]}
+    manager = kit.eval_set(cases)
+    config = EvalConfig(criteria={"tool_trajectory_avg_score": 1.0, "response_match_score": 0.8})
+    options: dict[str, Any] = {}
+    if "eval_set_results_manager" in inspect.signature(AgentEvaluator.evaluate_eval_set).parameters:
+        results_manager = TracedEvalSetResultsManager(logger_provider=telemetry.logger_provider)
+        options = {"eval_set_results_manager": results_manager, "app_name": kit.APP}
+    await AgentEvaluator.evaluate_eval_set(
+        module.__name__,
+        EvalSet(eval_set_id=kit.SET, eval_cases=manager.get_eval_set(kit.APP, kit.SET).eval_cases),
+        eval_config=config,
+        num_runs=1,
+        print_detailed_results=False,
+        **options,
+    )
+    if not kit.APP_PLUGINS_IN_EVAL:
+        # ADK 2.5: its eval Runner runs no App plugin, and takes no results manager.
+        assert not telemetry.finished() and not options
+        return
+    invocations = telemetry.invocations()
+    assert len(invocations) == 3
+    assert_whole(telemetry)
+    span_ids = {(s.context.trace_id, s.context.span_id) for s in invocations}
+    events = telemetry.results()
+    assert {(e.trace_id, e.span_id) for e in events} <= span_ids
+    configured = [e for e in events if e.attributes[sc.GEN_AI_EVALUATION_NAME] in config.criteria]
+    assert len(configured) == 2 * 3 + 2 * 2  # per invocation, and per case
+    assert {e.attributes[sc.GEN_AI_EVALUATION_SCORE_LABEL] for e in configured} == {"pass"}
+    # AgentEvaluator adds ADK's informational metrics: a value, no verdict.
+    others = [e for e in events if e not in configured]
+    assert others and {e.attributes[sc.ADK_EVAL_STATUS] for e in others} == {"informational"}
+    assert not any(sc.GEN_AI_EVALUATION_SCORE_LABEL in e.attributes for e in others)
