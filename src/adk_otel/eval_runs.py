@@ -35,6 +35,7 @@ from .semconv import ADK_EVAL_CASE_ID, ADK_EVAL_INVOCATION_INDEX, ADK_EVAL_SET_I
 EVAL_SESSION_PREFIX = "adk-eval-session-"
 """How ADK's eval service names the sessions it makes (2.5 through 2.13),
 unless an eval case pins its own session id."""
+_PREFIX_LENGTH = len(EVAL_SESSION_PREFIX)
 REMEMBERED = 10_000
 """Evaluation runs whose span context is kept for their scores, at most."""
 
@@ -93,9 +94,11 @@ def label(span: trace.Span, invocation_context: Any, settings: TelemetrySettings
     an evaluation's, and remember its context for the scores."""
     case = CURRENT_CASE.get()
     if case is None:
-        session = getattr(invocation_context, "session", None)
-        session_id = getattr(session, "id", None)
-        if not isinstance(session_id, str) or not session_id.startswith(EVAL_SESSION_PREFIX):
+        try:  # every run passes here: attribute reads and a slice, no calls
+            session_id = invocation_context.session.id
+            if session_id[:_PREFIX_LENGTH] != EVAL_SESSION_PREFIX:
+                return
+        except (AttributeError, TypeError):
             return
     invocation_id = getattr(invocation_context, "invocation_id", None)
     if not isinstance(invocation_id, str):

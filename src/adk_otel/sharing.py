@@ -69,12 +69,17 @@ class Sharing:
         self._open: weakref.WeakSet[Any] = weakref.WeakSet()
         """Plugin managers with a witness that have not closed."""
         self._closing: weakref.ref[Any] | None = None
+        self._last: weakref.ref[Any] | None = None
+        """The open, witnessed plugin manager of the latest run."""
 
     def enlist(self, invocation_context: Any, first: bool) -> Any:
         """The run's plugin manager, given a witness in front of the plugin
         when it has none and the plugin was ``first`` in its list as ADK
         began calling ``before_run``. None when there is no manager to read."""
         manager = getattr(invocation_context, "plugin_manager", None)
+        last = self._last
+        if last is not None and last() is manager is not None:
+            return manager  # the Runner of the previous run, still open (the usual case)
         plugins = getattr(manager, "plugins", None)
         owner = self._owner()
         if manager is None or plugins.__class__ is not list or owner is None:
@@ -86,12 +91,17 @@ class Sharing:
         elif first and plugins and plugins[0] is owner:
             plugins.insert(0, CloseWitness(self, manager, f"{owner.name}_close_witness"))
             self._open.add(manager)
+        else:
+            return manager
+        self._last = weakref.ref(manager)
         return manager
 
     def closing(self, manager: Any) -> None:
         """``manager``'s Runner is closing: the plugin's ``close()`` is next."""
         self._closing = weakref.ref(manager)
         self._open.discard(manager)
+        if self._last is not None and self._last() is manager:
+            self._last = None
 
     def take_closing(self) -> Any:
         """The plugin manager whose Runner is closing the plugin now, if a
@@ -112,7 +122,7 @@ def leads(plugins: list[Any], plugin: Any) -> bool:
     """Whether ``plugin`` is first in ``plugins``, its witness aside."""
     if not plugins:
         return False
-    if plugins[0] is plugin:
+    first = plugins[0]
+    if first is plugin:
         return True
-    sharing = getattr(plugins[0], "witness_for", None)
-    return sharing is not None and len(plugins) > 1 and plugins[1] is plugin
+    return first.__class__ is CloseWitness and plugins[1:2] == [plugin]
