@@ -7,6 +7,7 @@ from typing import Any, TypeVar, Unpack
 
 from .integrations import coexistence
 from .lifecycle import runner as runner_wrapper
+from .lifecycle import sharing
 from .lifecycle.options import Given
 from .plugin import AdkOtelPlugin
 from .util.redact import guarded
@@ -109,7 +110,7 @@ def uninstrument(target: Target) -> Target:
     for plugin in plugins:
         if isinstance(plugin, AdkOtelPlugin):
             plugin.end_open_spans()  # no hook will reach them once it is removed
-    plugins[:] = [p for p in plugins if not isinstance(p, AdkOtelPlugin)]
+    plugins[:] = [p for p in plugins if not isinstance(p, AdkOtelPlugin | sharing.CloseWitness)]
     if hasattr(target, "plugin_manager"):
         runner_wrapper.unwrap(target)
     return target

@@ -30,7 +30,7 @@ from opentelemetry import trace
 from opentelemetry.util.types import AttributeValue
 
 from . import semconv as sc
-from .integrations import coexistence
+from .integrations import coexistence, eval_runs
 from .integrations.devui import DevUi
 from .ledger.telemetry import TelemetryLedger
 from .lifecycle import (
@@ -42,6 +42,7 @@ from .lifecycle import (
     outcomes,
     remote,
     runs,
+    sharing,
     teardown,
     transfers,
 )
@@ -103,6 +104,7 @@ class AdkOtelPlugin(BasePlugin):
         self._devui: DevUi | None = None
         """Set when ADK's dev server reads this plugin's spans (see integrations/devui.py)."""
         self._runs = runs.Runs()
+        self._sharing = sharing.Sharing(self)
         self._keys = itertools.count()
         # Root agents whose remote agents already carry the trace (lifecycle/remote.py).
         self._propagating: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
@@ -190,7 +192,9 @@ class AdkOtelPlugin(BasePlugin):
     @override
     async def before_run_callback(self, *, invocation_context: InvocationContext) -> None:
         try:
-            runs.lead(self, invocation_context)
+            if id(invocation_context) in self._runs.by_context:
+                return  # called again: the close witness just went in front (sharing.py)
+            first = runs.lead(self, invocation_context)
             if not self._looked_around:
                 # At the first run every instrumentation the application set up is in place.
                 self._looked_around = True
@@ -205,6 +209,8 @@ class AdkOtelPlugin(BasePlugin):
             run = self._runs.open(
                 ledger, invocation_context, self._user_id, self._close_run, adk_run_span
             )
+            run.manager = self._sharing.enlist(invocation_context, first)
+            eval_runs.label(run.entry.span, invocation_context, self._options.telemetry)
             if adk_run_span is not None:
                 if type(adk_run_span) is nodes.RunRoot or run.live:
                     # (A live run opens its root workflow after this hook.)
@@ -655,9 +661,38 @@ class AdkOtelPlugin(BasePlugin):
         report (``pipeline/shutdown.py``). ``Runner.close()`` calls this, and ADK's
         servers close every runner when the app shuts down: the last moment
         before a server process dies by SIGTERM, with no ``atexit``."""
-        await teardown.close(
-            self._ledger_instance, self._runs, self.end_open_spans, self._options.telemetry
-        )
+        ending = functools.partial(self._end_on_close, self._sharing.take_closing())
+        await teardown.close(self._ledger_instance, self._runs, ending, self._options.telemetry)
+
+    def _end_on_close(self, manager: Any) -> int:
+        """At ``close()``: end the runs of the Runner closing (``manager``,
+        None when no close witness named one), not those of other Runners
+        still open. A close no witness named ends everything unless the
+        plugin is shared by two or more open Runners; a Runner's close ends
+        everything when no other is open (sharing.py). Returns how many
+        spans were ended."""
+        ledger = self._ledger_instance
+        if ledger is None:
+            return 0
+        before = len(ledger)
+        if self._sharing.open_count() <= (0 if manager is not None else 1):
+            self.end_open_spans()
+            return before - len(ledger)
+        try:
+            for run in list(self._runs.by_context.values()):
+                owned = run.manager is manager if manager is not None else None
+                if owned is False or self._sharing.owned_by_open_runner(run.manager):
+                    continue
+                if self._devui is not None:
+                    self._devui.release_under(run.entry)
+                if not run.entry.ended:
+                    ledger.end_entry(run.entry, Outcome.INCOMPLETE, reason="plugin_closed")
+                if ledger.details is not None:
+                    ledger.details.flush(run.invocation_id)
+                self._runs.forget(run)
+        except Exception:
+            logger.warning("adk-otel: ending a closing Runner's spans failed", exc_info=True)
+        return before - len(ledger)
 
     def end_open_spans(self, reason: str = "plugin_closed") -> None:
         """End every span still open as ``incomplete`` (``adk.close_reason``

@@ -114,6 +114,21 @@ GEN_AI_TOOL_CALL_RESULT = "gen_ai.tool.call.result"
 GEN_AI_TOOL_DEFINITIONS = "gen_ai.tool.definitions"
 GEN_AI_WORKFLOW_NAME = "gen_ai.workflow.name"
 GEN_AI_INFERENCE_DETAILS_EVENT = "gen_ai.client.inference.operation.details"
+# The evaluation result event (GenAI conventions), and how adk-otel labels
+# ADK's eval runs and results (docs/evaluations.md).
+GEN_AI_EVALUATION_RESULT_EVENT = "gen_ai.evaluation.result"
+GEN_AI_EVALUATION_NAME = "gen_ai.evaluation.name"
+GEN_AI_EVALUATION_SCORE_VALUE = "gen_ai.evaluation.score.value"
+GEN_AI_EVALUATION_SCORE_LABEL = "gen_ai.evaluation.score.label"
+GEN_AI_EVALUATION_EXPLANATION = "gen_ai.evaluation.explanation"
+ADK_EVAL_SET_ID = "adk.eval.set.id"
+ADK_EVAL_CASE_ID = "adk.eval.case.id"
+ADK_EVAL_INVOCATION_INDEX = "adk.eval.invocation.index"
+ADK_EVAL_SCOPE = "adk.eval.scope"
+"""``invocation`` (one invocation's result) or ``case`` (the case's, over all its invocations)."""
+ADK_EVAL_THRESHOLD = "adk.eval.threshold"
+ADK_EVAL_STATUS = "adk.eval.status"
+"""ADK's ``EvalStatus``: ``passed``, ``failed``, ``not_evaluated``, ``informational``."""
 ERROR_TYPE = "error.type"
 
 ROLLUP_USAGE = {

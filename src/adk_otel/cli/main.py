@@ -82,7 +82,8 @@ from pathlib import Path
 from typing import Any
 
 from ..traces.expect import parse_tree, render_expected, tree_mismatch, unknown_key
-from ..traces.io.files import read_records, read_traces
+from ..traces.io import evaluations
+from ..traces.io.files import expand, read_records, read_traces
 from ..traces.io.limits import NAMES, ReadLimits, flag_name, over, parse_mib
 from ..traces.io.model import Forest, SpanRecord
 from ..traces.io.otlp_json import OtlpJsonError
@@ -354,7 +355,10 @@ def cmd_tree(args: argparse.Namespace) -> tuple[int, str]:
     _say_duplicates(forest)
     if args.normalized:
         return EXIT_OK, render_normalized(forest)
-    return EXIT_OK, render_tree(forest, color=use_colour(args.color)) + "\n"
+    scores = evaluations.from_span_records(forest.records) + evaluations.read_files(
+        expand(args.files)
+    )
+    return EXIT_OK, render_tree(forest, color=use_colour(args.color), evaluations=scores) + "\n"
 
 
 def _say_duplicates(forest: Forest) -> None:

@@ -28,7 +28,7 @@ from ..reading import attributes as attrs
 from ..reading import user_id as user_ids
 from ..reading.failures import Failure
 from ..semconv import Outcome
-from . import keys
+from . import keys, sharing
 from .aborts import abort_reason
 from .nodes import NodeScope
 from .runner import CURRENT_WATCH, RunWatch
@@ -60,6 +60,8 @@ class Run:
     waiting: tuple[str, ...] = ()
     """Interrupt ids (a request for human input, a long-running tool's call)
     the run emitted and has not had answered: a run ending so is paused."""
+    manager: Any = None
+    """The plugin manager of the Runner that started the run (sharing.py)."""
 
     @property
     def closing_early(self) -> bool:
@@ -273,13 +275,17 @@ def _watch_task(run: Run, close: Close) -> None:
     task.add_done_callback(on_task_done)
 
 
-def lead(plugin: Any, invocation_context: Any) -> None:
+def lead(plugin: Any, invocation_context: Any) -> bool:
     """Put ``plugin`` first in the run's plugin list, as ``instrument()``
     does, when it was registered later (``--extra_plugins`` appends it): every
     other plugin's callbacks then see the span of their layer. Done while ADK
     iterates the list for before_run: moving the current item to the front
-    leaves the items after it where they were, so none is skipped or repeated."""
+    leaves the items after it where they were, so none is skipped or repeated.
+    True when it already was first (its close witness aside, see sharing.py)."""
     plugins = invocation_context.plugin_manager.plugins  # public on ADK 2.5 through 2.13
-    if plugins.__class__ is list and plugins and plugins[0] is not plugin and plugin in plugins:
+    if plugins.__class__ is not list or sharing.leads(plugins, plugin):
+        return True
+    if plugin in plugins:
         plugins.remove(plugin)
         plugins.insert(0, plugin)
+    return False

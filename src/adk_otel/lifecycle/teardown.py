@@ -49,16 +49,17 @@ def _end_all_open_spans() -> None:
 async def close(
     ledger: TelemetryLedger | None,
     runs: Runs,
-    end_open_spans: Callable[[], None],
+    end_open_spans: Callable[[], int],
     settings: TelemetrySettings,
 ) -> None:
-    """Let cancelled runs end, end what is still open, then flush the tracer
-    provider, bounded, and report what was exported and what was not
-    (pipeline/shutdown.py): spans ended by now are counted, later ones are not."""
+    """Let cancelled runs end, end what is still open (``end_open_spans``
+    returns how many it ended: a Runner sharing the plugin ends only its own,
+    see lifecycle/sharing.py), then flush the tracer provider, bounded, and report what
+    was exported and what was not (pipeline/shutdown.py): spans ended by now are
+    counted, later ones are not."""
     started = time.monotonic()
     await _let_cancelled_runs_end(runs)
-    cut_off = len(ledger) if ledger is not None else 0
-    end_open_spans()
+    cut_off = end_open_spans()
     if ledger is None:
         return
     provider = options.provider(settings)

@@ -16,12 +16,15 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any, TypeVar
 
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from ..pipeline.provider import route_global_adk_scope, suppress_adk_spans
 from ..traces.expect import assert_tree
+from ..traces.io.evaluations import EvaluationResult, from_log_records, from_span_records
 from ..traces.io.model import SpanRecord
 from ..traces.query import SpanQuery
 from ..traces.render import MASKED_ATTRIBUTES, SNAPSHOT_ATTRIBUTES, render_normalized, render_tree
@@ -84,6 +87,11 @@ class TraceCapture:
         # ADK's own spans would duplicate ours; they only reach this provider if
         # someone makes it global, and then they should still stay out.
         suppress_adk_spans(self.tracer_provider)
+        self.log_exporter: InMemoryLogRecordExporter = InMemoryLogRecordExporter()  # type: ignore[no-untyped-call]
+        self.logger_provider: LoggerProvider = LoggerProvider()
+        """Pass it on (``logger_provider=``) to capture log-record events too:
+        the evaluation results of ``adk_otel.evaluations``, the details event."""
+        self.logger_provider.add_log_record_processor(SimpleLogRecordProcessor(self.log_exporter))
         self.snapshot_dir = snapshot_dir
         self.update_snapshots = update_snapshots
 
@@ -111,11 +119,18 @@ class TraceCapture:
         """Spans started through this capture's provider and not ended."""
         return [SpanRecord.from_readable(span) for span in self._tracker.open_spans()]
 
+    @property
+    def evaluations(self) -> list[EvaluationResult]:
+        """Evaluation results sent to this capture: log records on
+        :attr:`logger_provider`, and span events on its spans."""
+        spans = self.spans
+        return from_log_records(self.log_exporter.get_finished_logs()) + from_span_records(spans)
+
     def query(self) -> SpanQuery:
-        return SpanQuery(self.spans)
+        return SpanQuery(self.spans, evaluations=self.evaluations)
 
     def tree(self, *, color: bool = False) -> str:
-        return render_tree(self.spans, color=color)
+        return render_tree(self.spans, color=color, evaluations=self.evaluations)
 
     def assert_tree(self, expected: Any) -> None:
         """See :func:`adk_otel.traces.expect.assert_tree`."""

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from .. import semconv as sc
+from .io.evaluations import EvaluationResult
 from .io.model import Forest, SpanRecord
 from .render import describe, render_tree
 
@@ -94,10 +95,13 @@ class SpanQuery:
         self,
         spans: Forest | Iterable[Any],
         *,
+        evaluations: Iterable[EvaluationResult] = (),
         _filters: tuple[tuple[str, _Predicate], ...] = (),
     ) -> None:
         self.forest: Forest = spans if isinstance(spans, Forest) else Forest(spans)
         self._filters = _filters
+        self._evaluations = tuple(evaluations)
+        """Evaluation results beside the spans (``traces.evaluations``)."""
 
     # -- building --------------------------------------------------------------
 
@@ -107,7 +111,11 @@ class SpanQuery:
         return self._with(label, lambda record, _forest: bool(predicate(record)))
 
     def _with(self, description: str, predicate: _Predicate) -> SpanQuery:
-        return SpanQuery(self.forest, _filters=(*self._filters, (description, predicate)))
+        return SpanQuery(
+            self.forest,
+            evaluations=self._evaluations,
+            _filters=(*self._filters, (description, predicate)),
+        )
 
     def named(self, name: str | re.Pattern[str]) -> SpanQuery:
         """Exact span name, or a compiled regex (``search``, like ``pytest.raises(match=)``)."""
@@ -262,6 +270,34 @@ class SpanQuery:
 
     def __iter__(self) -> Iterator[SpanRecord]:
         return iter(self.all())
+
+    def evaluations(
+        self,
+        name: str | None = None,
+        *,
+        label: str | None = None,
+        case: str | None = None,
+        scope: str | None = None,
+    ) -> list[EvaluationResult]:
+        """The evaluation results judging the matching spans (all results
+        when no filter was applied), narrowed by metric ``name``, ``label``
+        (``pass``/``fail``), eval ``case`` id and ``scope``
+        (``invocation``/``case``)::
+
+            q.invocation().attr("adk.eval.case.id", "refund").evaluations(label="fail")
+        """
+        results: Iterable[EvaluationResult] = self._evaluations
+        if self._filters:
+            keys = {record.key for record in self.all()}
+            results = [r for r in results if (r.trace_id, r.span_id) in keys]
+        return [
+            r
+            for r in results
+            if (name is None or r.name == name)
+            and (label is None or r.label == label)
+            and (case is None or r.eval_case_id == case)
+            and (scope is None or r.scope == scope)
+        ]
 
     def __len__(self) -> int:
         return len(self.all())

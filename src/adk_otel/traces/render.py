@@ -186,8 +186,12 @@ def _draw_node(
             stack.append((current.children[i], child_head, child_indent, depth + 1))
 
 
-def render_tree(spans: Forest | Iterable[Any], *, color: bool = False) -> str:
-    """The readable tree (see the module docstring); ``color`` adds ANSI colours."""
+def render_tree(
+    spans: Forest | Iterable[Any], *, color: bool = False, evaluations: Iterable[Any] = ()
+) -> str:
+    """The readable tree (see the module docstring); ``color`` adds ANSI colours.
+    ``evaluations`` (``traces.evaluations.EvaluationResult``) are drawn under
+    the span each judges, one ``score ...`` line each."""
     forest = _forest(spans)
     if not len(forest):
         return "(no spans)"
@@ -197,11 +201,20 @@ def render_tree(spans: Forest | Iterable[Any], *, color: bool = False) -> str:
         message = node.record.status_description
         return not message or (id(node), message) not in below
 
+    scores: dict[tuple[str, str], list[Any]] = {}
+    for result in evaluations:
+        if result.trace_id and result.span_id:
+            scores.setdefault((result.trace_id, result.span_id), []).append(result)
+
+    def score_lines(node: SpanNode) -> list[str]:
+        return [r.line() for r in scores.get(node.record.key, ())]
+
     return _draw(
         forest,
         lambda node: _line(
             node.record, show_message=shows_message(node), colour=color, orphan=node.orphan
         ),
+        score_lines if scores else None,
     )
 
 
