@@ -472,3 +472,53 @@ async def test_a_run_waiting_for_human_input_is_paused_and_its_resume_links_to_i
         paused.context.span_id,
     )
     assert recorder.parent_of(node(recorder, "refund")) is resumed
+
+
+async def test_parallel_workers_each_get_a_span_under_the_worker_node(recorder, caplog):
+    from google.adk.workflow import node as as_node
+
+    def items() -> list[int]:
+        return [1, 2, 3]
+
+    def check(node_input: int) -> int:
+        with user_tracer.start_as_current_span(f"checking {node_input}"):
+            return node_input * 10
+
+    flow = Workflow(name="flow", edges=[("START", items, as_node(check, parallel_worker=True))])
+    result = await drive(instrumented(flow))
+
+    assert result.error is None
+    assert_clean(recorder, caplog.records)
+    invocation = recorder.one(INV)
+    spans = [s for s in recorder.spans if s.attributes.get(ADK_NODE_NAME) == "check"]
+    # The worker node, and one span per item it ran.
+    (worker,) = [s for s in spans if recorder.parent_of(s) is invocation]
+    runs = [s for s in spans if s is not worker]
+    assert len(runs) == 3, render(recorder.ended)
+    assert {recorder.parent_of(s) for s in runs} == {worker}
+    assert len({s.attributes[ADK_NODE_PATH] for s in runs}) == 3
+    for i in (1, 2, 3):
+        assert recorder.parent_of(recorder.one(f"checking {i}")) in runs
+    one_trace(recorder)
+
+
+async def test_a_childs_failure_a_nested_workflow_keeps_as_data_is_an_error_on_it(recorder, caplog):
+    """A workflow catches a failed child and keeps its exception as data: ADK
+    records it on the workflow's span, so the nested workflow is ERROR with
+    the child's exception, as the child is."""
+    inner = Workflow(name="inner", edges=[("START", broken)])
+    flow = Workflow(name="flow", edges=[("START", prepare, inner)])
+    result = await drive(instrumented(flow))
+
+    assert isinstance(result.error, NodeFailed)
+    assert_clean(recorder, caplog.records)
+    nested, child = node(recorder, "inner"), node(recorder, "broken")
+    assert recorder.parent_of(child) is nested
+    # ADK 2.5 keeps the failure without recording it on the workflow: there
+    # the child alone shows it (as ADK's own spans do on 2.5).
+    for span in (nested, child) if ADK_VERSION >= (2, 13) else (child,):
+        assert span.status.status_code is StatusCode.ERROR, span.name
+        assert span.attributes[ERROR_TYPE].endswith("NodeFailed"), span.name
+        assert [e.name for e in span.events] == ["exception"], span.name
+    assert node(recorder, "prepare").status.status_code is StatusCode.OK
+    assert recorder.one(INV).attributes[ADK_ERROR_COUNT] >= 2
