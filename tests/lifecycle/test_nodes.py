@@ -521,4 +521,4 @@ async def test_a_childs_failure_a_nested_workflow_keeps_as_data_is_an_error_on_i
         assert span.attributes[ERROR_TYPE].endswith("NodeFailed"), span.name
         assert [e.name for e in span.events] == ["exception"], span.name
     assert node(recorder, "prepare").status.status_code is StatusCode.OK
-    assert recorder.one(INV).attributes[ADK_ERROR_COUNT] >= 2
+    assert recorder.one(INV).attributes[ADK_ERROR_COUNT] >= (2 if ADK_VERSION >= (2, 13) else 1)
