@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Iterator
+from contextlib import contextmanager
 from importlib.metadata import version
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from playwright.sync_api import Page, expect, sync_playwright
 
 from adk_otel.testing.receiver import OtlpReceiver
 
-from .servers import serving
+from .servers import AGENT, serving
 
 ADK_VERSION = tuple(int(p) for p in version("google-adk").split(".")[:2])
 CONTENT = (
@@ -42,12 +43,13 @@ if not Path(CHROMIUM).exists() and os.environ.get("ADK_OTEL_REQUIRE_BROWSER") !=
     pytest.skip("no Chromium here (CI installs it)", allow_module_level=True)
 
 
-@pytest.fixture(scope="module")
-def page(tmp_path_factory) -> Iterator[Page]:
-    """The dev UI of ``adk web`` with the plugin, after one run from the page."""
+@contextmanager
+def dev_ui_after_one_run(root: Path, agent: str = AGENT) -> Iterator[Page]:
+    """The dev UI of ``adk web`` serving ``agent`` with the plugin, after one
+    run sent from the page."""
     with (
         OtlpReceiver() as receiver,
-        serving("web", tmp_path_factory.mktemp("web"), receiver, **CONTENT) as server,
+        serving("web", root, receiver, agent, **CONTENT) as server,
         sync_playwright() as playwright,
     ):
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
@@ -67,6 +69,12 @@ def page(tmp_path_factory) -> Iterator[Page]:
         finally:
             browser.close()
         assert "Failed to detach context" not in "".join(server.log)
+
+
+@pytest.fixture(scope="module")
+def page(tmp_path_factory) -> Iterator[Page]:
+    with dev_ui_after_one_run(tmp_path_factory.mktemp("web")) as page:
+        yield page
 
 
 def test_the_traces_tab_shows_the_run(page: Page) -> None:
@@ -92,43 +100,3 @@ def test_a_model_events_request_and_response(page: Page) -> None:
     expect(page.get_by_text('"hi"').first).to_be_visible(timeout=TIMEOUT_MS)
     page.get_by_text("output", exact=True).first.click()  # the Response pane
     expect(page.get_by_text('"lookup"').first).to_be_visible(timeout=TIMEOUT_MS)
-
-
-def test_a_workflow_apps_run_in_the_dev_ui(tmp_path: Path) -> None:
-    """A Workflow app: the dev UI still draws its graph, and its Traces tab
-    shows the run with the workflow's nodes, the application's span inside
-    the function node, and the agent node's model call."""
-    from .servers import WORKFLOW
-
-    with (
-        OtlpReceiver() as receiver,
-        serving("web", tmp_path, receiver, WORKFLOW, **CONTENT) as server,
-        sync_playwright() as playwright,
-    ):
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1600, "height": 1000})
-            page.set_default_timeout(TIMEOUT_MS)
-            page.goto(f"{server.url}/dev-ui/?app=shop")
-            consent = page.get_by_text("No Thanks")
-            box = page.get_by_placeholder("Type a message...")
-            expect(consent.or_(box).first).to_be_visible(timeout=TIMEOUT_MS)
-            if consent.is_visible():
-                consent.click()
-            box.fill("hi")
-            box.press("Enter")
-            expect(page.get_by_text("ok", exact=True).first).to_be_visible(timeout=TIMEOUT_MS)
-            page.get_by_text("Traces", exact=True).first.click()
-            labels = page.locator(".trace-label")
-            expect(labels.filter(has_text="application work")).to_be_visible(timeout=TIMEOUT_MS)
-            names = [n.strip() for n in labels.all_inner_texts()]
-        finally:
-            browser.close()
-    names = [n for n in names if not n.startswith(("fastapi.", "POST "))]
-    # ADK 2.13's UI labels a node span by the node's name.
-    assert [n.split(" ")[0] for n in names][-4:] == [
-        "prepare",
-        "application",
-        "clerk",
-        "generate_content",
-    ], names
