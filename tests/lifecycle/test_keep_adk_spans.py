@@ -176,3 +176,34 @@ async def test_the_two_trees_when_adk_spans_are_kept(recorder, caplog, adk_scope
         if parent.instrumentation_scope.name != ADK_SCOPE:
             layer = WOVEN_UNDER[span.name.split()[0]]
             assert parent.name.startswith(layer), f"{span.name} under {parent.name}\n{tree}"
+
+
+async def test_a_workflow_with_adk_spans_kept_is_one_connected_tree(recorder, caplog, adk_scope_on):
+    """The documented shape for a Workflow with ``keep_adk_spans=True``: ADK's
+    own spans are recorded (its tracer is the SDK's again), ADK's run span is
+    the root, and adk-otel's invocation, agent and model spans hang in the same
+    connected tree beside ADK's node spans; no adk-otel node spans then (ADK's
+    stand for the nodes)."""
+    from google.adk.workflow import Workflow
+
+    def prepare() -> str:
+        return "ready"
+
+    flow = Workflow(name="flow", edges=[("START", prepare, clerk(reply("done")))])
+    runner = adk_otel.instrument(InMemoryRunner(node=flow, app_name=APP), keep_adk_spans=True)
+    try:
+        result = await drive(runner)
+    finally:
+        adk_otel.AdkOtelPlugin(keep_adk_spans=False).prepare()  # the session's default again
+
+    assert result.error is None
+    assert_clean(recorder, caplog.records, allow_adk_spans=True)
+    root = assert_one_connected_tree(recorder.ended)
+    # ADK 2.13's run span is its root workflow's; 2.5's a legacy ``invocation``.
+    assert root.instrumentation_scope.name == ADK_SCOPE
+    assert root.name in ("invoke_workflow flow", "invocation")
+    by_id = {s.context.span_id: s for s in recorder.ended}
+    (node,) = [s for s in recorder.adk_spans if s.name == "invoke_node prepare"]
+    assert by_id[node.parent.span_id].instrumentation_scope.name == ADK_SCOPE
+    assert {s.name for s in recorder.spans} == {INV, "invoke_agent clerk", MODEL}
+    assert recorder.parent_of(recorder.one(INV)).instrumentation_scope.name == ADK_SCOPE
