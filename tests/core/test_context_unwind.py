@@ -39,7 +39,7 @@ def test_a_span_ended_from_another_context_is_detached_in_its_own_by_unwind(capl
 
     # Ended from elsewhere (another task's copy of the context, a closer at
     # shutdown): its token is not for that context, so it is left alone there.
-    contextvars.copy_context().run(ledger.end, "child", Outcome.INCOMPLETE, None, "elsewhere")
+    contextvars.copy_context().run(ledger.end, "child", Outcome.INCOMPLETE, reason="elsewhere")
     assert [s.name for s in exporter.get_finished_spans()] == ["child"]
     assert home.run(trace.get_current_span) is child.span  # still current at home
 

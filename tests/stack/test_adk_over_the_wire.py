@@ -11,7 +11,7 @@ import pytest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
 import adk_otel
-from adk_otel.cli import main as cli
+from adk_otel import cli
 from adk_otel.cli.demo import build_app, run_once
 from adk_otel.pipeline.provider import build_tracer_provider
 from adk_otel.testing.receiver import OtlpReceiver
