@@ -7,6 +7,7 @@ import logging
 import pytest
 from opentelemetry.sdk.trace import TracerProvider, _TracerConfig
 
+from adk_otel.lifecycle.nodes import NodeTracer
 from adk_otel.pipeline import otel_env
 from adk_otel.pipeline import provider as pipeline
 from adk_otel.semconv import ADK_SCOPE
@@ -57,8 +58,9 @@ def _scope_warnings(caplog) -> list[str]:
 
 
 def test_an_sdk_without_tracer_config_keeps_tracing_and_says_why(monkeypatch, caplog) -> None:
-    """``_TracerConfig`` is private: an SDK that drops it leaves ADK's spans on,
-    with one warning naming what is missing, and adk-otel's own spans work."""
+    """``_TracerConfig`` is private: an SDK that drops it cannot switch ADK's
+    scope off, but ADK's scope is answered by adk-otel's own tracer, which
+    records none of ADK's duplicates: no warning, and adk-otel's spans work."""
     import sys
     import types
 
@@ -78,14 +80,17 @@ def test_an_sdk_without_tracer_config_keeps_tracing_and_says_why(monkeypatch, ca
     caplog.set_level(logging.WARNING, logger="adk_otel")
     tracer = pipeline.resolve_tracer(pipeline.TelemetrySettings(tracer_provider=provider))
     pipeline.resolve_tracer(pipeline.TelemetrySettings(tracer_provider=provider))
+    # Only the A2A SDK's scope, which nothing routes, is said to stay on.
     [warning] = _scope_warnings(caplog)
-    assert "ADK's own spans" in warning and "_TracerConfig" in warning
-    assert provider.get_tracer(ADK_SCOPE).start_span("x").is_recording()
+    assert "a2a-python-sdk" in warning and "ADK's own spans" not in warning
+    assert isinstance(provider.get_tracer(ADK_SCOPE), NodeTracer)
+    assert not provider.get_tracer(ADK_SCOPE).start_span("x").is_recording()
     assert tracer.start_span("ours").is_recording()
 
 
 def test_an_sdk_without_the_configurator_setter_keeps_tracing_and_says_why(caplog) -> None:
-    """Likewise when the provider has no ``_set_tracer_configurator``."""
+    """Likewise when the provider has no ``_set_tracer_configurator``; and
+    when ADK's scope cannot be routed either, one warning says what is missing."""
 
     class Later(TracerProvider):
         _set_tracer_configurator = None  # as if a later SDK had removed it
@@ -94,9 +99,24 @@ def test_an_sdk_without_the_configurator_setter_keeps_tracing_and_says_why(caplo
     caplog.set_level(logging.WARNING, logger="adk_otel")
     tracer = pipeline.resolve_tracer(pipeline.TelemetrySettings(tracer_provider=provider))
     [warning] = _scope_warnings(caplog)
-    assert "_set_tracer_configurator" in warning
-    assert provider.get_tracer(ADK_SCOPE).start_span("x").is_recording()
+    assert "a2a-python-sdk" in warning and "ADK's own spans" not in warning
+    assert not provider.get_tracer(ADK_SCOPE).start_span("x").is_recording()
     assert tracer.start_span("ours").is_recording()
+    caplog.clear()
+
+    class Unroutable(Later):
+        def __init__(self) -> None:
+            super().__init__()
+            self._tracers = _Cache(self._tracers)  # not the SDK's plain dict
+
+    class _Cache(dict):  # type: ignore[type-arg]
+        pass
+
+    provider = Unroutable()
+    pipeline.resolve_tracer(pipeline.TelemetrySettings(tracer_provider=provider))
+    [warning] = _scope_warnings(caplog)
+    assert "ADK's own spans" in warning and "_set_tracer_configurator" in warning
+    assert provider.get_tracer(ADK_SCOPE).start_span("x").is_recording()
 
 
 def test_adk_spans_pass_the_parent_through() -> None:

@@ -132,7 +132,7 @@ def test_unended_spans_are_found() -> None:
     [
         (
             lambda q: q.kind("tools"),
-            "kind must be one of invocation, agent, model, tool; got 'tools'",
+            "kind must be one of invocation, agent, model, tool, node; got 'tools'",
         ),
         (lambda q: q.status("FAILED"), "status must be one of UNSET, OK, ERROR; got 'FAILED'"),
         (lambda q: q.outcome("failed"), "outcome must be one of ok, error, cancelled, incomplete"),

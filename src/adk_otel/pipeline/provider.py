@@ -86,10 +86,12 @@ def resolve_tracer(settings: TelemetrySettings) -> trace.Tracer:
     keep = keep_adk_spans(settings.keep_adk_spans)
     if isinstance(provider, AdkOtelTracerProvider):
         provider.keep_adk_spans(keep)
-    elif isinstance(provider, TracerProvider):
-        route_adk_scope(provider, route=not keep)
+        routed = True
+    else:
+        routed = isinstance(provider, TracerProvider) and route_adk_scope(provider, route=not keep)
     if not keep:
-        suppress_adk_spans(provider)
+        # Also for a tracer ADK took before the routing: its spans then pass through.
+        suppress_scopes(provider, frozenset({ADK_SCOPE}), warn=not routed)
     elif adk_scope.switch_on(
         provider, "tracer", scopes=frozenset({ADK_SCOPE}), marker=_SUPPRESSING
     ):
@@ -310,8 +312,10 @@ def suppress_adk_spans(provider: Any) -> bool:
     return suppress_scopes(provider, frozenset({ADK_SCOPE}))
 
 
-def suppress_scopes(provider: Any, scopes: frozenset[str]) -> bool:
-    """Switch the spans of ``scopes`` off on ``provider``; False when it cannot."""
+def suppress_scopes(provider: Any, scopes: frozenset[str], *, warn: bool = True) -> bool:
+    """Switch the spans of ``scopes`` off on ``provider``; False when it cannot
+    (said once per provider unless ``warn`` is False: ADK's scope routed to
+    adk-otel's tracer needs no switching off)."""
     try:
         from opentelemetry.sdk.trace import _TracerConfig
     except ImportError:
@@ -325,7 +329,12 @@ def suppress_scopes(provider: Any, scopes: frozenset[str]) -> bool:
             default=_TracerConfig.default,
             marker=_SUPPRESSING,
         )
-    if not switched and isinstance(provider, TracerProvider) and id(provider) not in _unswitchable:
+    if (
+        warn
+        and not switched
+        and isinstance(provider, TracerProvider)
+        and id(provider) not in _unswitchable
+    ):
         _unswitchable.add(id(provider))
         what = (
             "ADK's own spans"
