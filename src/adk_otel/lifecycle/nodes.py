@@ -59,11 +59,10 @@ from . import keys
 
 OP_INVOKE_NODE = "invoke_node"
 UNROUTED = (
-    "adk-otel: this workflow's nodes get no spans: ADK took its tracer from a tracer "
-    "provider before adk-otel could route it. Make the provider adk-otel's: let adk-otel "
-    "build it (no provider installed before the first run), build "
-    "adk_otel.AdkOtelTracerProvider yourself, or set OTEL_PYTHON_TRACER_PROVIDER=adk_otel "
-    "(adk web, adk api_server)"
+    "adk-otel: this workflow's nodes get no spans: ADK took its tracer from the tracer "
+    "provider before adk-otel was set up, so adk-otel cannot answer for it. Set adk-otel up "
+    "before the first run, build adk_otel.pipeline.AdkOtelTracerProvider instead of the SDK's "
+    "TracerProvider, or set OTEL_PYTHON_TRACER_PROVIDER=adk_otel"
 )
 _NESTED = "gen_ai.workflow.nested"
 _CANCELS = (asyncio.CancelledError, GeneratorExit, KeyboardInterrupt)
