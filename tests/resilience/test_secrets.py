@@ -69,12 +69,12 @@ def _with_secrets(scheme: str, host_port: str) -> dict[str, str]:
     }
 
 
-def _assert_no_secret(result: ChildResult) -> None:
+def _assert_no_secret(result: ChildResult, reported: str = "were not exported") -> None:
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.report["runs_ok"] == RUNS
     problems = result.problems()
     # The failure was reported (else this test would prove nothing) ...
-    assert any("were not exported" in line for line in problems), result.stderr[-3000:]
+    assert any(reported in line for line in problems), result.stderr[-3000:]
     # ... and nothing anywhere, warning, log or exit summary, carries a secret.
     everything = result.stderr + "\n" + str(result.report)
     leaked = [s for s in SECRETS if s in everything]
@@ -83,7 +83,7 @@ def _assert_no_secret(result: ChildResult) -> None:
     )
 
 
-MODES = ("refused", "timeout", "http-401", "http-500", "tls", "grpc-refused")
+MODES = ("refused", "timeout", "http-401", "http-500", "tls", "grpc-refused", "grpc-userinfo")
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -93,10 +93,17 @@ def test_no_secret_in_any_message(mode: str, answering: dict[int, str], silent_p
         env = _with_secrets("http", host_port)
     elif mode == "timeout":
         env = _with_secrets("http", silent_port)
-    elif mode == "grpc-refused":  # the gRPC exporter quotes its target, userinfo and all
+    elif mode == "grpc-refused":  # the gRPC exporter quotes its target, query and all
+        env = _with_secrets("http", refused_url("grpc").removeprefix("http://"))
+        url = env.pop("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").replace("/v1/traces", "")
+        url = url.replace(f"user:{USER_SECRET}@", "")
+        env.update(OTEL_EXPORTER_OTLP_PROTOCOL="grpc", OTEL_EXPORTER_OTLP_ENDPOINT=url)
+    elif mode == "grpc-userinfo":  # refused up front: gRPC would take it as the host name
         env = _with_secrets("http", refused_url("grpc").removeprefix("http://"))
         url = env.pop("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").replace("/v1/traces", "")
         env.update(OTEL_EXPORTER_OTLP_PROTOCOL="grpc", OTEL_EXPORTER_OTLP_ENDPOINT=url)
+        _assert_no_secret(run_child(RUNS, env), "gRPC takes user:password@")
+        return
     elif mode == "tls":
         env = _with_secrets("https", answering[500])  # https to a plain-http port
     else:
