@@ -345,7 +345,7 @@ async def test_a_classifier_with_the_wrong_signature_is_logged_once_with_its_err
 ) -> None:
     import logging
 
-    from adk_otel import failures
+    from adk_otel.reading import failures
 
     monkeypatch.setattr(failures, "_reported", set())
 
