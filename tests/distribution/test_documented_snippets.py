@@ -80,13 +80,18 @@ def test_the_getting_started_app_prints_its_trace_and_its_test_passes(
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.startswith("A1: 3 in stock\n") or "A1: 3 in stock\n" in done.stdout
     names = re.findall(r'^    "name": "([^"]+)"', done.stdout, re.M)
-    assert names == [
-        "generate_content scripted-model",
-        "execute_tool lookup",
-        "generate_content scripted-model",
-        "invoke_agent clerk",
-        "invocation shop",
-    ], names
+    # The spans, in the order they ended (ADK 2.5 ends the tool call after the
+    # model call that follows it, 2.13 before): the same five either way.
+    assert sorted(names) == sorted(
+        [
+            "generate_content scripted-model",
+            "execute_tool lookup",
+            "generate_content scripted-model",
+            "invoke_agent clerk",
+            "invocation shop",
+        ]
+    ), names
+    assert names[-2:] == ["invoke_agent clerk", "invocation shop"], names
     assert '"service.name": "shop"' in done.stdout
     assert "Traceback" not in done.stderr and "WARNING" not in done.stderr, done.stderr
 

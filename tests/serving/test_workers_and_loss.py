@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from importlib.metadata import version
 
 import pytest
 
@@ -22,6 +23,8 @@ from .harness import (
     run_many,
     uvicorn,
 )
+
+ADK_VERSION = tuple(int(part) for part in version("google-adk").split(".")[:2])
 
 LOSS = re.compile(r"adk-otel: shutdown: (\d+) of (\d+) span\(s\) were not exported")
 
@@ -80,6 +83,10 @@ def test_the_http_spans_of_a_run_carry_the_instance_id_too(receiver):
     [instance] = {span.instance for span in adk_otel_spans(receiver)}
     runs = set(by_trace(adk_otel_spans(receiver)))
     http = {t: ids for t, ids in instances_by_trace(receiver, "fastapi").items() if t in runs}
+    if ADK_VERSION < (2, 13):
+        # ADK 2.5's server instruments no FastAPI app: no HTTP spans to carry it.
+        assert http == {}
+        return
     assert len(http) == 4
     without = [t for t, ids in http.items() if ids != {instance}]
     assert len(without) <= 1, http
