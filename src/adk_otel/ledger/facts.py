@@ -2,7 +2,8 @@
 attributes, the agent and invocation spans its numbers roll up to, its counts,
 token totals, streamed-chunk timings and the content for its end event.
 
-Kept per span as it starts (``Entry.facts``), so a model or tool call adds to
+Kept per span as it starts (``Entry.facts``; this module imports nothing of the
+ledger's, so the entry can name the type), so a model or tool call adds to
 its callers' totals without walking the tree (telemetry.py writes them as each
 span ends, metrics.py records them).
 """
@@ -15,7 +16,6 @@ from dataclasses import dataclass
 from opentelemetry.util.types import AttributeValue
 
 from .. import semconv as sc
-from .spans import Entry
 
 AGENT, MODEL, TOOL, INVOCATION = (
     sc.SpanKind.AGENT.value,
@@ -49,26 +49,12 @@ def dimensions(facts: Facts, keys: tuple[str, ...] | None = None) -> dict[str, A
     return dims
 
 
-def rollups_over(entry: Entry | None) -> tuple[Facts, ...]:
-    """The agent and invocation spans a span opened under ``entry`` (its
-    parent, or for an ``AgentTool``'s nested run the calling tool) rolls up
-    to: ``entry``'s own, when it is one, and those above it. Entries that
-    ended (no facts) are climbed past. Kept per span, so a model or tool call
-    adds to its totals without walking the tree."""
-    while entry is not None:
-        found: Facts | None = entry.facts
-        if found is not None:
-            return (found, *found.above) if found.kind in ROLLUP_KINDS else found.above
-        entry = entry.parent
-    return ()
-
-
 @dataclass(slots=True, eq=False)
 class Facts:
     kind: str
     above: tuple[Facts, ...]
     """The agent and invocation spans this span's numbers roll up to, nearest
-    first, found once as it starts (see rollups_over)."""
+    first, found once as it starts (see telemetry.rollups_over)."""
     attributes: Mapping[str, AttributeValue]
     """The span's start attributes (the plugin's own dict, never changed)."""
     started: int = 0

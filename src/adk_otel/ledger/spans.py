@@ -41,6 +41,7 @@ from opentelemetry.util.types import AttributeValue
 from ..semconv import ADK_CLOSE_REASON, ADK_ERROR_CATEGORY, ADK_OUTCOME, ERROR_TYPE, Outcome
 from ..util import sanitize
 from ..util.redact import guarded
+from .facts import Facts
 
 logger: logging.Logger = guarded(logging.getLogger(__name__))
 
@@ -122,18 +123,10 @@ class Entry:
     """How many intermediate updates (streamed chunks) the span has seen."""
     opened_with: Mapping[str, AttributeValue] | None = None
     """The (clean) attributes the span was started with."""
-    reported_error: tuple[str, str | None] | None = None
-    """An error the operation reported without raising (a remote agent's
-    failed task), as ``(reason, description)``: its successful end is then an
-    ``error`` one."""
-    reported_failure: Any = None
-    """The classification of ``reported_error`` (a ``failures.Failure``)."""
-    reported_cancel: bool = False
-    """The operation reported it was cancelled (a remote task ``canceled``)."""
     pending: _Conclusion | None = None
     """How the span ends, once its terminal hook decided it (see conclude)."""
-    facts: Any = None
-    """What the layer above the ledger keeps for this span while it is open
+    facts: Facts | None = None
+    """What the telemetry ledger keeps for this span while it is open
     (roll-up totals, metric clocks: see facts.py); ``None`` once it ended."""
     _attached: otel_context.Context | None = None
     _token: object = None
@@ -191,10 +184,13 @@ class Ledger:
         attributes: Mapping[str, AttributeValue] | None = None,
         anchor: Any = None,
         links: Sequence[trace.Link] | None = None,
+        clean: bool = False,
     ) -> Entry:
         """Open a span under ``parent`` (else ``parent_context``, else the
-        current context) and file it under ``key``."""
-        attributes = sanitize.attributes(attributes)
+        current context) and file it under ``key``. ``clean``: the attribute
+        values were made safe already (``sanitize``), so they are not checked again."""
+        if not clean:
+            attributes = sanitize.attributes(attributes)
         if parent is not None and not parent.recording and self._follows_parent:
             # A child of a sampled-out span is sampled out too (the sampler
             # follows the parent): it shares its parent's non-recording span
@@ -529,6 +525,11 @@ class Ledger:
         as it is)."""
         written = getattr(entry.span, "_attributes", None)
         if written is None:
+            return
+        count = len(written)
+        if count <= len(kept) and count != getattr(written, "maxlen", None):
+            # Nothing written since the conclusion: keys are only ever added,
+            # unless a full attribute map let its oldest go.
             return
         dropped = [key for key in written.keys() - kept if key.startswith(prefix)]
         if not dropped:

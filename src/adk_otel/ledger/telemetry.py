@@ -30,7 +30,7 @@ from .. import semconv as sc
 from ..pipeline.details import DetailsLog, structured
 from ..semconv import Outcome
 from . import metrics
-from .facts import INVOCATION, MODEL, ROLLUP_KINDS, TOOL, Facts, dimensions, rollups_over
+from .facts import INVOCATION, MODEL, ROLLUP_KINDS, TOOL, Facts, dimensions
 from .metrics import Instruments
 from .spans import Entry, Ledger, error_type
 
@@ -83,6 +83,20 @@ def _since_start(entry: Entry, facts: Facts, now: int) -> float | None:
         return (now - facts.started) / 1e9
     start = getattr(entry.span, "start_time", None)
     return (time.time_ns() - start) / 1e9 if isinstance(start, int) else None
+
+
+def rollups_over(entry: Entry | None) -> tuple[Facts, ...]:
+    """The agent and invocation spans a span opened under ``entry`` (its
+    parent, or for an ``AgentTool``'s nested run the calling tool) rolls up
+    to: ``entry``'s own, when it is one, and those above it. Entries that
+    ended (no facts) are climbed past. Kept per span, so a model or tool call
+    adds to its totals without walking the tree."""
+    while entry is not None:
+        found: Facts | None = entry.facts
+        if found is not None:
+            return (found, *found.above) if found.kind in ROLLUP_KINDS else found.above
+        entry = entry.parent
+    return ()
 
 
 class TelemetryLedger(Ledger):

@@ -62,6 +62,7 @@ def open_agent(
         # A remote agent's span is the client side of a call to another service.
         kind=trace.SpanKind.CLIENT if attrs.is_remote_agent(agent) else trace.SpanKind.INTERNAL,
         attributes=attributes,
+        clean=True,
     )
     # Current while the agent's own code runs (ADK runs this hook in the
     # agent's task and context), so library spans made in its body, such
@@ -116,6 +117,7 @@ def open_model(
             else attrs.MODEL_KIND_ONLY
         ),
         anchor=actions,
+        clean=True,
     )
     ledger.attach(entry)
     return entry
@@ -141,6 +143,7 @@ def open_tool(ledger: TelemetryLedger, parent: Entry | None, tool: Any, tool_con
         attributes=(
             attrs.tool(tool, tool_context) if ledger.will_record(parent) else attrs.TOOL_KIND_ONLY
         ),
+        clean=True,
     )
     ledger.attach(entry)
     return entry

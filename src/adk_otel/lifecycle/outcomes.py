@@ -77,17 +77,20 @@ def conclude_agent(
     # CancelledError the agent's code raised (a future cancelled under it)
     # is in flight: an abort, not a success, though the task is not cancelling.
     aborted = abort_reason(sys.exc_info()[1])
+    reported = run.reported.pop(entry, None) if run is not None and run.reported else None
     if run is not None and run.closing_early:
         ledger.conclude(entry, Outcome.INCOMPLETE, reason="consumer_closed")
     elif is_cancelled(run) or getattr(callback_context, "is_aborted", False):
         ledger.conclude(entry, Outcome.CANCELLED, reason="cancelled")
     elif aborted is not None:
         ledger.conclude(entry, Outcome.CANCELLED, reason=aborted)
-    elif entry.reported_cancel:
+    elif reported is None:
+        ledger.conclude(entry, Outcome.OK)
+    elif reported.cancelled:
         ledger.conclude(entry, Outcome.CANCELLED, reason="remote_canceled")
-    elif entry.reported_error is not None:
-        reason, description = entry.reported_error
-        failure = entry.reported_failure or Failure(failures.Category.REMOTE_FAILED)
+    elif reported.error is not None:
+        reason, description = reported.error
+        failure = reported.failure or Failure(failures.Category.REMOTE_FAILED)
         ledger.conclude(
             entry, Outcome.ERROR, reason=reason, description=description, extra=failure.attributes
         )

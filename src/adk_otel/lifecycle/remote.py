@@ -38,16 +38,17 @@ def record_response(runs: Runs, invocation_context: Any, response: Any) -> None:
     run = runs.latest(getattr(invocation_context, "invocation_id", None))
     agent = getattr(invocation_context, "agent", None)
     entry = run.innermost_agent(getattr(agent, "name", None)) if run is not None else None
-    if entry is None:
+    if run is None or entry is None:
         return
     task_id, state, message = attrs.a2a_task(response)
     found = {sc.A2A_TASK_ID: task_id, sc.A2A_TASK_STATE: state}
     entry.span.set_attributes(sanitize.attributes({k: str(v) for k, v in found.items() if v}) or {})
     if state in sc.A2A_FAILED_STATES:
-        entry.reported_error = (sc.A2A_TASK_FAILED, f"remote task {state}: {message or ''}")
-        entry.reported_failure = failures.Failure(failures.Category.REMOTE_FAILED)
+        reported = run.report(entry)
+        reported.error = (sc.A2A_TASK_FAILED, f"remote task {state}: {message or ''}")
+        reported.failure = failures.Failure(failures.Category.REMOTE_FAILED)
     elif state == "canceled":
-        entry.reported_cancel = True
+        run.report(entry).cancelled = True
 
 
 def record_error_event(runs: Runs, invocation_context: Any, event: Any) -> None:
@@ -62,11 +63,14 @@ def record_error_event(runs: Runs, invocation_context: Any, event: Any) -> None:
         return
     run = runs.latest(getattr(invocation_context, "invocation_id", None))
     entry = run.innermost_agent(author) if run is not None else None
-    if entry is None or entry.reported_error is not None:
+    if run is None or entry is None:
+        return
+    reported = run.report(entry)
+    if reported.error is not None:
         return
     failure = failures.classify_remote_event(
         event.error_message, getattr(event, "custom_metadata", None)
     )
     reason = sc.A2A_TASK_FAILED if failure.category == "remote_failed" else A2A_REQUEST_FAILED
-    entry.reported_failure = failure
-    entry.reported_error = (reason, failure.message)
+    reported.failure = failure
+    reported.error = (reason, failure.message)

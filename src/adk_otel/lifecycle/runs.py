@@ -34,6 +34,19 @@ from .nodes import NodeScope
 from .runner import CURRENT_WATCH, RunWatch
 
 
+@dataclass(slots=True)
+class Reported:
+    """What a remote agent reported without raising (remote.py): a failed
+    or cancelled task. It decides the agent span's outcome at ``after_agent``."""
+
+    error: tuple[str, str | None] | None = None
+    """``(close reason, description)`` of a failure: the agent's successful end is an error."""
+    failure: Failure | None = None
+    """Its classification."""
+    cancelled: bool = False
+    """The remote task was ``canceled``."""
+
+
 @dataclass(eq=False, slots=True)
 class Run:
     """One ``Runner.run_async`` (or ``run_live``) call as the plugin sees it."""
@@ -62,6 +75,18 @@ class Run:
     the run emitted and has not had answered: a run ending so is paused."""
     manager: Any = None
     """The plugin manager of the Runner that started the run (sharing.py)."""
+    reported: dict[Entry, Reported] | None = None
+    """Remote agents' spans -> what they reported (made at the first report)."""
+
+    def report(self, entry: Entry) -> Reported:
+        """What ``entry``'s remote agent reported so far (made empty at first)."""
+        reported = self.reported
+        if reported is None:
+            reported = self.reported = {}
+        found = reported.get(entry)
+        if found is None:
+            found = reported[entry] = Reported()
+        return found
 
     @property
     def closing_early(self) -> bool:

@@ -9,11 +9,13 @@ from __future__ import annotations
 import os
 import re
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 from opentelemetry.util.types import AttributeValue
 
 from .. import semconv as sc
+from ..util import sanitize
 from . import content, endpoint
 
 Attributes = dict[str, AttributeValue]
@@ -55,6 +57,44 @@ def _present(candidates: dict[str, Any]) -> Attributes:
     rule): one call for a span's worth of optional attributes, where ``_put``
     is one call per attribute (this runs for every span)."""
     return {k: v for k, v in candidates.items() if v is not None and v != ""}
+
+
+_STATIC_LIMIT = 1024
+"""Static mappings kept per kind of span; the store starts over when full."""
+_static_agents: dict[tuple[Any, ...], Attributes] = {}
+_static_tools: dict[tuple[Any, ...], Attributes] = {}
+_static_models: dict[tuple[Any, ...], Attributes] = {}
+
+
+def _static(
+    store: dict[tuple[Any, ...], Attributes],
+    key: tuple[Any, ...],
+    build: Callable[[], Attributes],
+) -> Attributes:
+    """The attributes of a span that depend on its agent, tool or model
+    alone, built and made safe once per distinct ``key``. Keyed by value, not
+    by object: ADK 2.5 through 2.13 build fresh agent and tool objects for
+    every invocation. Never changed by callers (they copy it)."""
+    try:
+        found = store.get(key)
+    except TypeError:  # an unhashable field value: built each time
+        return dict(sanitize.attributes(build()) or {})
+    if found is None:
+        if len(store) >= _STATIC_LIMIT:
+            store.clear()
+        found = store[key] = dict(sanitize.attributes(build()) or {})
+    return found
+
+
+def _with_ids(static: Attributes, invocation_id: Any, conversation_id: Any) -> Attributes:
+    """``static`` and the two ids every agent and model span carries, made
+    safe (the ids come from the application: a session id is the caller's)."""
+    attributes = static.copy()
+    if invocation_id is not None and invocation_id != "":
+        attributes[sc.ADK_INVOCATION_ID] = sanitize.attribute(invocation_id)
+    if conversation_id is not None and conversation_id != "":
+        attributes[sc.GEN_AI_CONVERSATION_ID] = sanitize.attribute(conversation_id)
+    return attributes
 
 
 def invocation(invocation_context: Any, workflow: str | None = None) -> Attributes:
@@ -100,29 +140,39 @@ def invocation_span_name(invocation_context: Any) -> str:
 def agent(
     agent_obj: Any, callback_context: Any, parent_name: str | None, latest: bool = False
 ) -> Attributes:
+    """An agent span's attributes, made safe (``Ledger.start(clean=True)``)."""
     model = _agent_model(agent_obj)
     model_str = getattr(model, "model", None) if model is not None else None
+    # The current agent-span conventions dropped the provider.
+    provider = None if model is None or latest else provider_name(model, model_str)
+    name = getattr(agent_obj, "name", None)
+    description = getattr(agent_obj, "description", None)
+    cls = type(agent_obj)
+
+    def build() -> Attributes:
+        return {
+            sc.ADK_SPAN_KIND: _AGENT,
+            sc.OPENINFERENCE_SPAN_KIND: sc.OI_AGENT,
+            sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT,
+            sc.ADK_AGENT_TYPE: cls.__name__,
+            **_present(
+                {
+                    sc.GEN_AI_AGENT_NAME: name,
+                    sc.GEN_AI_AGENT_DESCRIPTION: description,
+                    sc.ADK_AGENT_PARENT: parent_name,
+                    sc.GEN_AI_PROVIDER_NAME: provider,
+                    sc.GEN_AI_REQUEST_MODEL: model_str,
+                }
+            ),
+        }
+
+    static = _static(
+        _static_agents, (cls, name, description, parent_name, provider, model_str), build
+    )
     session = getattr(callback_context, "session", None)
-    return {
-        sc.ADK_SPAN_KIND: _AGENT,
-        sc.OPENINFERENCE_SPAN_KIND: sc.OI_AGENT,
-        sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT,
-        sc.ADK_AGENT_TYPE: type(agent_obj).__name__,
-        **_present(
-            {
-                sc.GEN_AI_AGENT_NAME: getattr(agent_obj, "name", None),
-                sc.GEN_AI_AGENT_DESCRIPTION: getattr(agent_obj, "description", None),
-                sc.ADK_AGENT_PARENT: parent_name,
-                # The current agent-span conventions dropped the provider.
-                sc.GEN_AI_PROVIDER_NAME: None
-                if model is None or latest
-                else provider_name(model, model_str),
-                sc.GEN_AI_REQUEST_MODEL: model_str,
-                sc.ADK_INVOCATION_ID: getattr(callback_context, "invocation_id", None),
-                sc.GEN_AI_CONVERSATION_ID: getattr(session, "id", None),
-            }
-        ),
-    }
+    return _with_ids(
+        static, getattr(callback_context, "invocation_id", None), getattr(session, "id", None)
+    )
 
 
 def model_name(llm_request: Any) -> str:
@@ -130,29 +180,36 @@ def model_name(llm_request: Any) -> str:
 
 
 def model_request(callback_context: Any, llm_request: Any, latest: bool = False) -> Attributes:
+    """A model call's start attributes, made safe (``Ledger.start(clean=True)``)."""
     model_str = getattr(llm_request, "model", None)
     model = _agent_model(_calling_agent(callback_context))
     if model is not None and getattr(model, "model", None) != model_str:
         model = None  # a callback switched the model: trust the request
+    agent_name = getattr(callback_context, "agent_name", None)
+    provider = provider_name(model, model_str)
+    server = model_server(model) if model is not None else None
+    streams = _streams(getattr(callback_context, "run_config", None))
+
+    def build() -> Attributes:
+        attributes: Attributes = {
+            sc.ADK_SPAN_KIND: _MODEL,
+            sc.OPENINFERENCE_SPAN_KIND: sc.OI_LLM,
+            sc.GEN_AI_OPERATION_NAME: sc.OP_GENERATE_CONTENT,
+            sc.GEN_AI_REQUEST_MODEL: model_name(llm_request),
+            **_present({sc.GEN_AI_AGENT_NAME: agent_name, sc.GEN_AI_PROVIDER_NAME: provider}),
+        }
+        if server is not None:
+            attributes[sc.SERVER_ADDRESS], attributes[sc.SERVER_PORT] = server
+        if streams:
+            attributes[sc.GEN_AI_REQUEST_STREAM] = True
+        return attributes
+
     session = getattr(callback_context, "session", None)
-    attributes: Attributes = {
-        sc.ADK_SPAN_KIND: _MODEL,
-        sc.OPENINFERENCE_SPAN_KIND: sc.OI_LLM,
-        sc.GEN_AI_OPERATION_NAME: sc.OP_GENERATE_CONTENT,
-        sc.GEN_AI_REQUEST_MODEL: model_name(llm_request),
-        **_present(
-            {
-                sc.GEN_AI_AGENT_NAME: getattr(callback_context, "agent_name", None),
-                sc.ADK_INVOCATION_ID: getattr(callback_context, "invocation_id", None),
-                sc.GEN_AI_PROVIDER_NAME: provider_name(model, model_str),
-                sc.GEN_AI_CONVERSATION_ID: getattr(session, "id", None),
-            }
-        ),
-    }
-    if model is not None and (server := model_server(model)) is not None:
-        attributes[sc.SERVER_ADDRESS], attributes[sc.SERVER_PORT] = server
-    if _streams(getattr(callback_context, "run_config", None)):
-        attributes[sc.GEN_AI_REQUEST_STREAM] = True
+    attributes = _with_ids(
+        _static(_static_models, (model_str, agent_name, provider, server, streams), build),
+        getattr(callback_context, "invocation_id", None),
+        getattr(session, "id", None),
+    )
     config = getattr(llm_request, "config", None)
     if config is not None:
         _request_parameters(attributes, config, latest)
@@ -185,7 +242,7 @@ def _request_parameters(attributes: Attributes, config: Any, latest: bool) -> No
         attributes[sc.GEN_AI_REQUEST_TOP_K] = int(attributes[sc.GEN_AI_REQUEST_TOP_K])  # type: ignore[arg-type]
     stops = getattr(config, "stop_sequences", None)
     if stops:
-        attributes[sc.GEN_AI_REQUEST_STOP_SEQUENCES] = tuple(str(s) for s in stops)
+        attributes[sc.GEN_AI_REQUEST_STOP_SEQUENCES] = tuple(sanitize.text(s) for s in stops)
     mime = getattr(config, "response_mime_type", None)
     if mime:
         _put(attributes, sc.GEN_AI_OUTPUT_TYPE, _OUTPUT_TYPES.get(str(mime)))
@@ -256,25 +313,37 @@ def _sum(a: int | None, b: int | None) -> int | None:
 
 
 def tool(tool_obj: Any, tool_context: Any) -> Attributes:
-    attributes: Attributes = {
-        sc.ADK_SPAN_KIND: _TOOL,
-        sc.OPENINFERENCE_SPAN_KIND: sc.OI_TOOL,
-        sc.GEN_AI_OPERATION_NAME: sc.OP_EXECUTE_TOOL,
-    }
-    attributes.update(
-        _present(
-            {
-                sc.GEN_AI_TOOL_NAME: getattr(tool_obj, "name", None),
-                sc.GEN_AI_TOOL_TYPE: tool_type(tool_obj),
-                sc.GEN_AI_TOOL_DESCRIPTION: getattr(tool_obj, "description", None),
-                sc.GEN_AI_TOOL_CALL_ID: getattr(tool_context, "function_call_id", None),
-                sc.GEN_AI_AGENT_NAME: getattr(tool_context, "agent_name", None),
-                sc.ADK_INVOCATION_ID: getattr(tool_context, "invocation_id", None),
-            }
-        )
-    )
-    if getattr(tool_obj, "is_long_running", False):
-        attributes[sc.ADK_TOOL_LONG_RUNNING] = True
+    """A tool call's start attributes, made safe (``Ledger.start(clean=True)``)."""
+    cls = type(tool_obj)
+    name = getattr(tool_obj, "name", None)
+    description = getattr(tool_obj, "description", None)
+    long_running = bool(getattr(tool_obj, "is_long_running", False))
+
+    def build() -> Attributes:
+        attributes: Attributes = {
+            sc.ADK_SPAN_KIND: _TOOL,
+            sc.OPENINFERENCE_SPAN_KIND: sc.OI_TOOL,
+            sc.GEN_AI_OPERATION_NAME: sc.OP_EXECUTE_TOOL,
+            **_present(
+                {
+                    sc.GEN_AI_TOOL_NAME: name,
+                    sc.GEN_AI_TOOL_TYPE: tool_type_of(cls),
+                    sc.GEN_AI_TOOL_DESCRIPTION: description,
+                }
+            ),
+        }
+        if long_running:
+            attributes[sc.ADK_TOOL_LONG_RUNNING] = True
+        return attributes
+
+    attributes = _static(_static_tools, (cls, name, description, long_running), build).copy()
+    for key, value in (
+        (sc.GEN_AI_TOOL_CALL_ID, getattr(tool_context, "function_call_id", None)),
+        (sc.GEN_AI_AGENT_NAME, getattr(tool_context, "agent_name", None)),
+        (sc.ADK_INVOCATION_ID, getattr(tool_context, "invocation_id", None)),
+    ):
+        if value is not None and value != "":
+            attributes[key] = sanitize.attribute(value)
     return attributes
 
 
