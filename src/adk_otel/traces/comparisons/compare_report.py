@@ -22,9 +22,11 @@ from .comparison import (
     GroupComparison,
     LayerRow,
     Side,
+    group_label,
 )
 from .eval_summary import Flip, MetricSummary
 from .paths import Divergence
+from .runs import Summary
 
 SCHEMA_VERSION = 3
 FLIPS_SHOWN = 20
@@ -621,3 +623,94 @@ def _md_table(rows: list[list[str]]) -> list[str]:
         *("| " + " | ".join(_md(cell) for cell in row) + " |" for row in rows[1:]),
         "",
     ]
+
+
+# -- summarize -----------------------------------------------------------------------------------
+
+
+def _summary_head(summary: Summary, output: str | None) -> str:
+    where = f" -> {output}" if output else ""
+    return (
+        f"adk-otel summarize: {summary.runs} runs in {len(summary.groups)} group(s) "
+        f"from {summary.spans} spans{where}"
+    )
+
+
+def _summary_eval_rows(summary: Summary) -> list[list[str]]:
+    rows = [["group", "eval metric", "results", "passed", "failed", "pass rate", "mean score"]]
+    for key, group in summary.groups.items():
+        for name, metric in sorted(group.evaluations.items()):
+            rows.append(
+                [
+                    group_label(key),
+                    name,
+                    str(metric.results),
+                    str(metric.passed),
+                    str(metric.failed),
+                    _rate(metric.pass_rate),
+                    _ms(metric.mean_score),
+                ]
+            )
+    return rows
+
+
+def _summary_notes(summary: Summary) -> list[str]:
+    notes = []
+    if summary.duplicate_spans:
+        notes.append(
+            f"{summary.duplicate_spans} duplicate spans dropped (same trace and span id, "
+            "counted once)"
+        )
+    if summary.unattached_evaluations:
+        notes.append(
+            f"{summary.unattached_evaluations} eval case results without their run (no span "
+            "context, or its invocation span not in the input): not counted"
+        )
+    return notes
+
+
+def summary_json(summary: Summary, output: str | None = None) -> dict[str, Any]:
+    """What ``summarize --format json`` prints (not the summary file: that is
+    :mod:`.summary_file`)."""
+    return {
+        "version": 1,
+        "output": output,
+        "runs": summary.runs,
+        "spans": summary.spans,
+        "duplicate_spans": summary.duplicate_spans,
+        "unattached_evaluations": summary.unattached_evaluations,
+        "group_by": list(summary.group_by),
+        "groups": [
+            {
+                "key": dict(key),
+                "label": group_label(key),
+                "runs": group.runs,
+                "evaluations": [
+                    {"metric": name, **(_metric_json(metric) or {})}
+                    for name, metric in sorted(group.evaluations.items())
+                ],
+            }
+            for key, group in summary.groups.items()
+        ],
+    }
+
+
+def render_summary(summary: Summary, format: str = "text", output: str | None = None) -> str:
+    """``summarize``'s report: the runs and groups read and, when the inputs
+    carry evaluation results, per group and metric the case results, pass
+    rate and mean score; ``text``, ``markdown`` or ``json``."""
+    rows = _summary_eval_rows(summary)
+    if format == "json":
+        import json
+
+        return json.dumps(summary_json(summary, output), indent=2) + "\n"
+    if format == "markdown":
+        lines = [f"## {_summary_head(summary, output)}", ""]
+        if len(rows) > 1:
+            lines += _md_table(rows)
+        lines += [f"- {_md(note)}" for note in _summary_notes(summary)]
+        return "\n".join(lines).rstrip("\n") + "\n"
+    lines = [_summary_head(summary, output), *_summary_notes(summary)]
+    if len(rows) > 1:
+        lines += ["  " + line for line in _table(rows)]
+    return "\n".join(lines) + "\n"

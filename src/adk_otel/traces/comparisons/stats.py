@@ -383,8 +383,8 @@ def mean_drop_test(
     ``1 - threshold``.)
 
     :func:`mean_test` turned around: Welch's test of ``margin * mean(b) -
-    mean(c)``, the same degrees of freedom, and the same Fieller interval of
-    the ratio ``mean(c) / mean(b)``; here its *upper* end is the bound that
+    mean(c)`` and the Fieller interval of the ratio ``mean(c) / mean(b)``,
+    with Satterthwaite's degrees of freedom at ``margin``; here its *upper* end is the bound that
     matters: below ``margin`` exactly when ``p_value < alpha``. A baseline mean
     of 0 or less has no ratio to drop from: not judged."""
     n_b, n_c = base.n, cand.n
@@ -397,7 +397,11 @@ def mean_drop_test(
     ratio = mc / mb
     if vb + vc <= 0:  # every result alike on both sides: the ratio is known exactly
         return OneSided(0.0 if mc < margin * mb else 1.0, ratio, ratio)
-    df = _welch_df(vb, vc, n_b, n_c, ratio)
+    # Satterthwaite's degrees of freedom at the ratio tested (not at the
+    # observed one, as mean_test takes them: a candidate scoring 0 every time
+    # would leave one degree of freedom); the interval uses the same, so its
+    # upper end is below margin exactly when p < alpha.
+    df = _welch_df(vb, vc, n_b, n_c, margin if margin > 0 else ratio)
     p = student_t_sf((margin * mb - mc) / math.sqrt(vc + margin * margin * vb), df)
     low, high = _fieller(mb, mc, vb, vc, student_t_quantile(1 - alpha, df))
     return OneSided(p, low, high)
