@@ -35,9 +35,7 @@ from .test_eval_traces import infer_and_score
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
-SCHEMA = json.loads(
-    (Path(__file__).parents[2] / "docs" / "compare-output.schema.json").read_text()
-)
+SCHEMA = json.loads((Path(__file__).parents[2] / "docs" / "compare-output.schema.json").read_text())
 
 CASES = {
     # eight cases the agent answers right (both metrics pass) ...
@@ -150,8 +148,9 @@ def test_a_careless_candidate_trips_eval_and_names_the_flipped_cases(eval_runs, 
     assert {f["eval_case_id"] for f in flips} == {f"sku-{n}" for n in range(8)}
     assert {f["metric"] for f in flips} == {MATCH}
     # Both trace ids are real traces of that case, one a side: read the two at once.
-    base_traces, cand_traces = _trace_cases(eval_runs["baseline"]), _trace_cases(
-        eval_runs["careless"]
+    base_traces, cand_traces = (
+        _trace_cases(eval_runs["baseline"]),
+        _trace_cases(eval_runs["careless"]),
     )
     for flip in flips:
         assert base_traces[flip["baseline_trace_id"]] == flip["eval_case_id"]
