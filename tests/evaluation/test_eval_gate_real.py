@@ -215,4 +215,7 @@ def test_eval_asked_of_runs_without_results_is_inconclusive(eval_runs, tmp_path,
     (bare / "traces.json").write_bytes((eval_runs["baseline"] / "traces.json").read_bytes())
     code, out = _compare(capsys, str(bare), str(bare), "--fail-on", "eval")
     assert code == 3, out
-    assert out.startswith("adk-otel compare: INCONCLUSIVE (too few runs to judge: eval ((any))")
+    assert out.startswith(
+        "adk-otel compare: INCONCLUSIVE (too few runs to judge: eval found no case result "
+        "with a pass or fail)"
+    )

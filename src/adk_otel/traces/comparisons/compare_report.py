@@ -294,16 +294,21 @@ def headline(comparison: Comparison) -> str:
         return f"REGRESSION (tripped: {', '.join(comparison.tripped_gates)})"
     if comparison.inconclusive_gates:
         needed = "; ".join(
-            f"{gate} ({', '.join(comparison.inconclusive_metrics)}) needs {runs} case results "
-            "a side"
-            if gate == EVAL
-            else f"{gate} needs {runs} runs a side"
-            for gate, runs in comparison.runs_needed.items()
+            _needed(comparison, gate, runs) for gate, runs in comparison.runs_needed.items()
         )
         return f"INCONCLUSIVE (too few runs to judge: {needed})"
     if not comparison.rules:
         return "OK (report only: no --fail-on gate given)"
     return "OK (no gate tripped)"
+
+
+def _needed(comparison: Comparison, gate: str, runs: int) -> str:
+    if gate != EVAL:
+        return f"{gate} needs {runs} runs a side"
+    metrics = comparison.inconclusive_metrics
+    if metrics == ["(any)"]:
+        return "eval found no case result with a pass or fail"
+    return f"eval ({', '.join(metrics)}) needs {runs} case results a side"
 
 
 def _rules_text(comparison: Comparison) -> str:

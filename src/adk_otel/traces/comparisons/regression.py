@@ -14,7 +14,7 @@ holds per-run numbers while reading, then distributions per group.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,7 +45,7 @@ def summarize_files(
     Evaluation results are read too: the log records in the same files (OTLP
     JSON, as ``tree`` reads them) and the span form in the spans."""
     source = " ".join(arguments)
-    results = evaluations.read_files(name for name in expand(arguments) if name != "-")
+    results = _log_results(arguments)
     if "-" not in arguments:
         try:
             records = iter_records(arguments, limits=limits)
@@ -55,7 +55,13 @@ def summarize_files(
         except OutOfOrder:
             pass
     records = iter_records(arguments, limits=limits)
-    return _with_runs(summarize(records, group_by, source, evaluations=results))
+    return _with_runs(summarize(records, group_by, source, evaluations=_log_results(arguments)))
+
+
+def _log_results(arguments: Sequence[str]) -> Iterator[evaluations.EvaluationResult]:
+    """The log-form evaluation results in the files, read when first asked
+    for: after the spans, whose reader checks and bounds every file."""
+    yield from evaluations.read_files(name for name in expand(arguments) if name != "-")
 
 
 def _with_runs(summary: Summary) -> Summary:

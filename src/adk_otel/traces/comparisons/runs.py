@@ -238,9 +238,10 @@ def summarize(
 ) -> Summary:
     """Fold a stream of span records into a :class:`Summary`.
 
-    ``evaluations``: results read beside the spans (the log form); the span
-    form is read from the stream. Each case result counts in the group of the
-    run it judges (its trace and span id: the invocation span's).
+    ``evaluations``: results read beside the spans (the log form), iterated
+    once the records are; the span form is read from the stream. Each case
+    result counts in the group of the run it judges (its trace and span id:
+    the invocation span's).
 
     ``in_order``: the input holds each run's spans before its invocation span
     (the order every exporter writes them in, as a span ends after its
@@ -257,7 +258,7 @@ def summarize(
     seen: set[int] = set()  # a span's (trace id, span id) hashed: a few bytes a span
     judged: dict[int, GroupKey] = {}  # an invocation span's (trace id, span id) hashed
     keys: dict[GroupKey, GroupKey] = {}
-    results = case_results(evaluations)
+    results: list[EvaluationResult] = []  # the span form, as the stream brings it
     for record in records:
         identity = hash(record.key)
         if identity in seen:
@@ -316,7 +317,8 @@ def summarize(
             summary.unattached_spans += len(run.steps)
             continue
         _fold(summary.groups.setdefault(run.group, GroupSummary()), run)
-    for result in results:
+    # The log form last: read only once the spans were (their reader bounds the files).
+    for result in [*results, *case_results(evaluations)]:
         judging = judged.get(hash((result.trace_id, result.span_id)))
         if judging is None or result.trace_id is None or judging not in summary.groups:
             summary.unattached_evaluations += 1

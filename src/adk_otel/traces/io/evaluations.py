@@ -18,6 +18,7 @@ import contextlib
 import gzip
 import io
 import json
+import os
 import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -197,22 +198,31 @@ def read_files(paths: Iterable[str]) -> list[EvaluationResult]:
     """The log-form results in OTLP JSON files, plain or gzipped (one
     document per line, or one document per file). Read a line at a time:
     memory holds one line, not the file. Files or lines that are not JSON
-    (protobuf, zstd, damaged) are skipped: the spans' reader reports on those."""
+    (protobuf, zstd, damaged), and anything but a regular file, are skipped:
+    the spans' reader reports on those, and bounds them (read the spans
+    first: a file it accepted is within its limits)."""
     results: list[EvaluationResult] = []
     for path in paths:
+        if not os.path.isfile(path):
+            continue
         try:
             with open(path, "rb") as raw:
-                results.extend(_stream_results(_unzipped(raw), path))
+                stream = _unzipped(raw)
+                head = stream.peek(_SNIFF)[:_SNIFF]
+                if not head or b"\0" in head or head[0] < 0x09:
+                    continue  # binary: protobuf, zstd, zeros
+                results.extend(_stream_results(stream, path))
         except (OSError, EOFError, zlib.error):
             continue
     return results
 
 
 _GZIP_MAGIC = b"\x1f\x8b"
+_SNIFF = 64
 _MARK = b"resourceLogs"
 
 
-def _unzipped(raw: io.BufferedReader) -> io.BufferedIOBase:
+def _unzipped(raw: io.BufferedReader) -> gzip.GzipFile | io.BufferedReader:
     if raw.peek(2)[:2] == _GZIP_MAGIC:
         return gzip.GzipFile(fileobj=raw, mode="rb")
     return raw
