@@ -155,7 +155,9 @@ def eval_sides(draw: st.DrawFn) -> Summary:
 def test_at_most_one_direction_trips_eval_and_every_trip_tells_one_story(a, b) -> None:
     forward = compare(a, b, alpha=ALPHA, rules=EVAL_STRICT)
     backward = compare(b, a, alpha=ALPHA, rules=EVAL_STRICT)
-    assert not (forward.tripped and backward.tripped)
+    # Per test: the pass rate and the mean score may move apart (fewer passes,
+    # higher scores), each then trips its own way.
+    assert not {f.subject for f in forward.tripped} & {f.subject for f in backward.tripped}
     for result in (forward, backward):
         for finding in result.tripped:
             # lower is worse: the effect and the interval's upper end below no change
