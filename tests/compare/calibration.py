@@ -89,3 +89,100 @@ def slow_tail(seed: int, share: float, factor: float) -> Callable[[float], float
     (the median barely moves, the p95 does)."""
     rng = random.Random(seed)
     return lambda v: v * factor if rng.random() < share else v
+
+
+# -- the eval gate: per metric, the case pass rate and the mean score -------------------
+
+SCORES: dict[str, Draw] = {
+    "beta(5,2)": lambda rng: rng.betavariate(5, 2),
+    "U-shaped beta(0.5,0.5)": lambda rng: rng.betavariate(0.5, 0.5),
+    "atoms at 0 and 1 + beta(2,2)": lambda rng: (
+        1.0 if (u := rng.random()) < 0.3 else 0.0 if u < 0.5 else rng.betavariate(2, 2)
+    ),
+    "pass/fail 0 or 1 (p 0.8)": lambda rng: float(rng.random() < 0.8),
+    "rubric thirds": lambda rng: rng.choice((0.0, 1 / 3, 2 / 3, 1.0, 1.0)),
+    "log-normal (sigma 1)": lambda rng: math.exp(rng.gauss(0, 1)),
+}
+"""A metric's case scores: skewed and U-shaped bounded ones, a mixture with
+atoms at 0 and 1, scores that are the verdict, rubric fractions, and an
+unbounded heavy-tailed one."""
+
+PASS_AT = {"log-normal (sigma 1)": 1.0, "pass/fail 0 or 1 (p 0.8)": 1.0}
+"""The metric's threshold: a case passes when its score reaches it (ADK's
+rule); 0.5 where not listed."""
+
+EVAL_STRICT = parse_rules(["eval"])
+"""Every metric at threshold 0: any drop significant at alpha trips."""
+
+Score = Callable[[random.Random, float], float]
+
+
+def eval_side(
+    rng: random.Random,
+    family: str,
+    *,
+    results: int = RUNS,
+    metrics: int = 1,
+    score: Score = lambda rng, v: v,
+    verdicts: float | None = None,
+) -> Summary:
+    """One side: ``results`` case results of each of ``metrics`` metrics (each
+    result one run); ``score`` shifts a drawn score; ``verdicts``: each result
+    passes with this probability, whatever its score (else: score >= the
+    metric's threshold, as ADK decides)."""
+    group = GroupSummary(runs=results, outcomes=Counter(ok=results))
+    group.paths = Counter({("agent:root",): results})
+    threshold = PASS_AT.get(family, 0.5)
+    for index in range(metrics):
+        metric = group.metric(f"metric_{index}")
+        for _ in range(results):
+            value = score(rng, SCORES[family](rng))
+            metric.scores.add(value)
+            passed = rng.random() < verdicts if verdicts is not None else value >= threshold
+            metric.passed += passed
+            metric.failed += not passed
+    return Summary(groups={(("adk.app.name", "shop"),): group})
+
+
+def eval_trip_rates(
+    seed: int,
+    pairs: int,
+    family: str,
+    *,
+    rules: list[Rule] = EVAL_STRICT,
+    results: int = RUNS,
+    metrics: int = 1,
+    score: Score = lambda rng, v: v,
+    verdicts: float | None = None,
+) -> dict[str, float]:
+    """The share of ``pairs`` comparisons that tripped the eval gate, and the
+    share in which each of its tests (pass rate, mean score) tripped."""
+    rng = random.Random(seed)
+    tripped: Counter[str] = Counter()
+    for _ in range(pairs):
+        base = eval_side(rng, family, results=results, metrics=metrics, verdicts=verdicts)
+        cand = eval_side(
+            rng, family, results=results, metrics=metrics, score=score, verdicts=verdicts
+        )
+        result = compare(base, cand, alpha=ALPHA, rules=rules)
+        kinds = {f.subject.rsplit(" ", 2)[-2] for f in result.tripped if f.gate == "eval"}
+        tripped.update({"eval"} if kinds else set())
+        tripped.update(kinds)
+    return {kind: tripped[kind] / pairs for kind in ("eval", "pass", "mean")}
+
+
+def regressed(share: float, to: Draw) -> Score:
+    """A regression of some cases only: ``share`` of the candidate's results
+    drawn from ``to`` instead."""
+    return lambda rng, value: to(rng) if rng.random() < share else value
+
+
+BROKEN: dict[str, Draw] = {
+    "beta(5,2)": lambda rng: rng.betavariate(1, 4),
+    "U-shaped beta(0.5,0.5)": lambda rng: rng.betavariate(1, 4),
+    "atoms at 0 and 1 + beta(2,2)": lambda rng: 0.0,
+    "pass/fail 0 or 1 (p 0.8)": lambda rng: 0.0,
+    "rubric thirds": lambda rng: rng.choice((0.0, 1 / 3)),
+    "log-normal (sigma 1)": lambda rng: math.exp(rng.gauss(-1.5, 1)),
+}
+"""What a regressed case scores, per family: low."""

@@ -117,7 +117,9 @@ def sides(draw: st.DrawFn) -> Summary:
 def test_at_most_one_direction_trips_and_every_trip_tells_one_story(a, b) -> None:
     forward = compare(a, b, alpha=ALPHA, rules=STRICT)
     backward = compare(b, a, alpha=ALPHA, rules=STRICT)
-    assert not set(forward.tripped_gates) & set(backward.tripped_gates)
+    # Per test, not per gate: one gate may judge two statistics that moved apart
+    # (more model calls and fewer tool calls trip `calls` both ways, rightly).
+    assert not {f.subject for f in forward.tripped} & {f.subject for f in backward.tripped}
     for result in (forward, backward):
         for finding in result.tripped:
             # the statistic went the worse way, its interval clears "no change",

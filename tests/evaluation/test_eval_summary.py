@@ -3,6 +3,8 @@ case, and the cases that flipped from pass to fail between two runs."""
 
 from __future__ import annotations
 
+import pytest
+
 from adk_otel.traces.comparisons.eval_summary import Flip, by_case, by_metric, flips
 from adk_otel.traces.io.evaluations import EvaluationResult
 
@@ -42,8 +44,9 @@ def test_per_metric_pass_rate_and_scores_from_case_results_only():
     match = summary["match"]
     assert (match.passed, match.failed, match.other) == (2, 1, 0)
     assert match.pass_rate == 2 / 3
-    assert match.scores == [0.9, 1.0, 0.2]
-    assert summary["count"].pass_rate is None and summary["count"].scores == [3.0]
+    assert match.scores.as_pairs() == [[0.2, 1], [0.9, 1], [1.0, 1]]
+    assert match.mean_score == pytest.approx(0.7)
+    assert summary["count"].pass_rate is None and summary["count"].mean_score == 3.0
 
 
 def test_per_case():
@@ -57,7 +60,23 @@ def test_per_case():
 
 def test_flips_name_the_case_and_both_traces():
     assert flips(BASELINE, CANDIDATE) == [
-        Flip("b", "match", "b0" * 16, "b1" * 16, 1.0, 0.4),
+        Flip("b", "match", "b0" * 16, "b1" * 16, baseline_passed=1, candidate_failed=1),
     ]
     assert flips(BASELINE, BASELINE) == []
     assert flips(CANDIDATE, BASELINE) == []  # fail -> pass is no flip to report
+
+
+def test_a_case_that_already_failed_in_the_baseline_is_no_flip():
+    flaky = [*BASELINE, case("b", "match", "fail", 0.5, "b2" * 16)]
+    assert flips(flaky, CANDIDATE) == []
+    # Several candidate failures: counted, the first failing trace named.
+    twice = [*CANDIDATE, case("b", "match", "fail", 0.3, "b3" * 16)]
+    (flip,) = flips(BASELINE, twice)
+    assert (flip.candidate_failed, flip.candidate_trace_id) == (2, "b1" * 16)
+
+
+def test_scores_keep_their_digits_and_sign():
+    summary = by_metric([case("a", "m", "pass", 0.123456789, "a0" * 16)])
+    assert summary["m"].scores.as_pairs() == [[0.123457, 1]]
+    negative = by_metric([case("a", "m", None, -2.5, "a0" * 16)])
+    assert negative["m"].mean_score == -2.5

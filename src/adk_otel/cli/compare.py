@@ -3,7 +3,9 @@
 ::
 
     adk-otel summarize traces/ -o baseline.summary.json [--group-by ATTR]
+    adk-otel summarize traces/ --format markdown          # eval results per metric, no file
     adk-otel compare baseline.summary.json traces/ --fail-on errors --fail-on tokens=+20%
+    adk-otel compare main-traces/ pr-traces/ --fail-on eval --group-by adk.eval.case.id
     adk-otel compare main-traces/ pr-traces/ --fail-on any --format markdown
 
 A side is anything ``tree`` reads (files, a directory, a quoted glob, ``-``
@@ -18,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..traces.comparisons.compare_report import render_summary
 from ..traces.comparisons.regression import Regression, compare, summarize_files
 from ..traces.comparisons.summary_file import dumps
 from ..traces.io.limits import ReadLimits
@@ -31,6 +34,9 @@ EPILOG = """Rules (--fail-on, repeatable):
   calls=+N%       mean model or tool calls per run up by more than N% (default 10%)
   path[=N%]       the path distribution changed by more than N% of runs (default 10%)
   any             all of the above with their defaults
+  eval[=-N%]      per evaluation metric, the case pass rate down by more than N
+                  points or the mean score down by more than N% (default 0)
+  eval:METRIC=-N% the same for one metric, with its own threshold
 A change trips only when it is significantly beyond its threshold: a one-sided
 test of the reported statistic at --alpha (Bonferroni within a gate) whose
 interval's lower end clears the threshold. An improvement never trips.
@@ -47,12 +53,19 @@ def add_commands(commands: Any, limit_arguments: Callable[[argparse.ArgumentPars
         "summarize",
         help="write a baseline summary of the runs in trace files",
         description="Write the per-group run distributions a later compare needs "
-        "(no spans, ids or content): small, fit to commit.",
+        "(no spans, ids or content): small, fit to commit. Shows the runs read and, "
+        "when the inputs carry evaluation results, each metric's case pass rate and "
+        "mean score per group.",
     )
     summarize.add_argument(
         "files", nargs="+", metavar="FILE", help="trace files, a directory, a quoted glob, or -"
     )
-    summarize.add_argument("-o", "--output", required=True, metavar="FILE", help="summary file")
+    summarize.add_argument(
+        "-o", "--output", metavar="FILE", help="summary file to write (without: report only)"
+    )
+    summarize.add_argument(
+        "--format", choices=("text", "markdown", "json"), default="text", help="report format"
+    )
     _group_by(summarize)
     limit_arguments(summarize)
     compare_parser = commands.add_parser(
@@ -94,21 +107,13 @@ def _group_by(parser: argparse.ArgumentParser) -> None:
 
 def cmd_summarize(args: argparse.Namespace, limits: ReadLimits) -> tuple[int, str]:
     summary = summarize_files(args.files, args.group_by or (), limits=limits)
-    output = Path(args.output)
-    try:
-        output.write_text(dumps(summary), encoding="utf-8")
-    except OSError as exc:
-        raise OtlpJsonError(f"{output}: cannot write ({exc.strerror or exc})") from None
-    duplicates = (
-        f"{summary.duplicate_spans} duplicate spans dropped (same trace and span id, "
-        "counted once)\n"
-        if summary.duplicate_spans
-        else ""
-    )
-    return 0, (
-        f"adk-otel summarize: {summary.runs} runs in {len(summary.groups)} group(s) "
-        f"from {summary.spans} spans -> {output}\n{duplicates}"
-    )
+    if args.output:
+        output = Path(args.output)
+        try:
+            output.write_text(dumps(summary), encoding="utf-8")
+        except OSError as exc:
+            raise OtlpJsonError(f"{output}: cannot write ({exc.strerror or exc})") from None
+    return 0, render_summary(summary, args.format, args.output)
 
 
 def cmd_compare(args: argparse.Namespace, color: bool, limits: ReadLimits) -> tuple[int, str]:

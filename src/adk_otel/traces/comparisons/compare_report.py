@@ -2,9 +2,10 @@
 
 The text report leads with the verdict and what tripped, then per group the
 measured changes (with intervals and Bonferroni-adjusted p-values), the layers,
-the paths and where the candidate's paths diverge. Colour follows the tree's
-rules (red: tripped, yellow: flagged but not gated, green: a clean verdict).
-The JSON shape is docs/compare-output.schema.json.
+the evaluation metrics, the paths and where the candidate's paths diverge; then
+the eval cases that flipped from pass to fail, with a trace id of each side.
+Colour follows the tree's rules (red: tripped, yellow: flagged but not gated,
+green: a clean verdict). The JSON shape is docs/compare-output.schema.json.
 """
 
 from __future__ import annotations
@@ -12,10 +13,24 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .comparison import MIN_RUNS, Comparison, Finding, GroupComparison, LayerRow, Side
+from .comparison import (
+    EVAL,
+    MIN_RUNS,
+    Comparison,
+    EvalRow,
+    Finding,
+    GroupComparison,
+    LayerRow,
+    Side,
+    group_label,
+)
+from .eval_summary import Flip, MetricSummary
 from .paths import Divergence
+from .runs import Summary
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+FLIPS_SHOWN = 20
+"""Flips listed in the text and markdown reports (JSON lists them all)."""
 _COLOURS = {"red": "31", "yellow": "33", "green": "32", "dim": "2", "bold": "1"}
 
 
@@ -35,6 +50,7 @@ def _number(value: float | None) -> float | None:
 def finding_json(finding: Finding) -> dict[str, Any]:
     return {
         "gate": finding.gate,
+        "metric": finding.metric,
         "subject": finding.subject,
         "baseline": _number(finding.baseline),
         "candidate": _number(finding.candidate),
@@ -112,6 +128,41 @@ def _group_json(group: GroupComparison) -> dict[str, Any]:
             for share in group.paths
         ],
         "divergences": [_divergence_json(d) for d in group.divergences],
+        "evaluations": [
+            {
+                "metric": row.metric,
+                "baseline": _metric_json(row.baseline),
+                "candidate": _metric_json(row.candidate),
+            }
+            for row in group.evaluations
+        ],
+    }
+
+
+def _metric_json(metric: MetricSummary | None) -> dict[str, Any] | None:
+    if metric is None:
+        return None
+    return {
+        "results": metric.results,
+        "passed": metric.passed,
+        "failed": metric.failed,
+        "other": metric.other,
+        "pass_rate": _number(metric.pass_rate),
+        "scored": metric.scores.n,
+        "mean_score": _number(metric.mean_score),
+    }
+
+
+def flip_json(flip: Flip) -> dict[str, Any]:
+    return {
+        "eval_set_id": flip.eval_set_id,
+        "eval_case_id": flip.eval_case_id,
+        "metric": flip.metric,
+        "baseline_passed": flip.baseline_passed,
+        "candidate_passed": flip.candidate_passed,
+        "candidate_failed": flip.candidate_failed,
+        "baseline_trace_id": flip.baseline_trace_id,
+        "candidate_trace_id": flip.candidate_trace_id,
     }
 
 
@@ -122,19 +173,24 @@ def comparison_json(comparison: Comparison) -> dict[str, Any]:
         "verdict": comparison.verdict,
         "exit_code": comparison.exit_code,
         "inconclusive_gates": comparison.inconclusive_gates,
+        "inconclusive_metrics": comparison.inconclusive_metrics,
         "runs_needed": comparison.runs_needed,
         "duplicate_spans": {
             "baseline": comparison.duplicate_spans[0],
             "candidate": comparison.duplicate_spans[1],
         },
         "alpha": comparison.alpha,
-        "rules": [{"gate": r.gate, "threshold_percent": r.threshold} for r in comparison.rules],
+        "rules": [
+            {"gate": r.gate, "threshold_percent": r.threshold, "metric": r.metric}
+            for r in comparison.rules
+        ],
         "tripped_gates": comparison.tripped_gates,
         "baseline": {"source": comparison.baseline_source, "runs": comparison.baseline_runs},
         "candidate": {"source": comparison.candidate_source, "runs": comparison.candidate_runs},
         "warnings": comparison.warnings,
         "tripped": [{"group": f.group, **finding_json(f)} for f in comparison.tripped],
         "groups": [_group_json(group) for group in comparison.groups],
+        "flips": [flip_json(flip) for flip in comparison.flips],
     }
 
 
@@ -144,7 +200,11 @@ def comparison_json(comparison: Comparison) -> dict[str, Any]:
 def _is_rate(finding: Finding) -> bool:
     """Whether the finding's values are shares of runs (error and outcome
     rates): shown as percentages and percentage points."""
-    return finding.gate == "errors" or finding.subject.startswith("runs ")
+    return (
+        finding.gate == "errors"
+        or finding.subject.startswith("runs ")
+        or (finding.gate == EVAL and not finding.ratio)
+    )
 
 
 def _value(finding: Finding, value: float | None) -> str:
@@ -234,7 +294,7 @@ def headline(comparison: Comparison) -> str:
         return f"REGRESSION (tripped: {', '.join(comparison.tripped_gates)})"
     if comparison.inconclusive_gates:
         needed = "; ".join(
-            f"{gate} needs {runs} runs a side" for gate, runs in comparison.runs_needed.items()
+            _needed(comparison, gate, runs) for gate, runs in comparison.runs_needed.items()
         )
         return f"INCONCLUSIVE (too few runs to judge: {needed})"
     if not comparison.rules:
@@ -242,13 +302,19 @@ def headline(comparison: Comparison) -> str:
     return "OK (no gate tripped)"
 
 
+def _needed(comparison: Comparison, gate: str, runs: int) -> str:
+    if gate != EVAL:
+        return f"{gate} needs {runs} runs a side"
+    metrics = comparison.inconclusive_metrics
+    if metrics == ["(any)"]:
+        return "eval found no case result with a pass or fail"
+    return f"eval ({', '.join(metrics)}) needs {runs} case results a side"
+
+
 def _rules_text(comparison: Comparison) -> str:
     if not comparison.rules:
         return "none"
-    return ", ".join(
-        r.gate if r.gate == "errors" and not r.threshold else f"{r.gate}=+{r.threshold:g}%"
-        for r in comparison.rules
-    )
+    return ", ".join(rule.text for rule in comparison.rules)
 
 
 def _table(rows: list[list[str]]) -> list[str]:
@@ -297,6 +363,51 @@ def _layer_rows(layers: list[LayerRow]) -> list[list[str]]:
             ]
         )
     return rows
+
+
+def _rate(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1%}"
+
+
+def _eval_rows(rows: list[EvalRow]) -> list[list[str]]:
+    table = [["eval metric", "results b/c", "pass rate b/c", "mean score b/c"]]
+    for row in rows:
+        b, c = row.baseline, row.candidate
+        table.append(
+            [
+                row.metric,
+                f"{b.results if b else 0}/{c.results if c else 0}",
+                f"{_rate(b.pass_rate if b else None)}/{_rate(c.pass_rate if c else None)}",
+                f"{_ms(b.mean_score if b else None)}/{_ms(c.mean_score if c else None)}",
+            ]
+        )
+    return table
+
+
+def _flip_rows(flips: list[Flip]) -> list[list[str]]:
+    table = [["case", "metric", "baseline", "candidate", "baseline trace", "candidate trace"]]
+    for flip in flips[:FLIPS_SHOWN]:
+        total = flip.candidate_passed + flip.candidate_failed
+        table.append(
+            [
+                flip.eval_case_id,
+                flip.metric,
+                f"{flip.baseline_passed}/{flip.baseline_passed} pass",
+                f"{flip.candidate_failed}/{total} fail",
+                flip.baseline_trace_id or "-",
+                flip.candidate_trace_id or "-",
+            ]
+        )
+    return table
+
+
+def _flips_head(comparison: Comparison) -> str:
+    more = len(comparison.flips) - FLIPS_SHOWN
+    shown = f" (the first {FLIPS_SHOWN}; --format json lists all)" if more > 0 else ""
+    return (
+        f"eval cases flipped from pass to fail: {len(comparison.flips)}{shown}; "
+        "read a trace with adk-otel tree FILES --trace-id ID"
+    )
 
 
 def _small(group: GroupComparison) -> str:
@@ -372,6 +483,8 @@ def render_text(comparison: Comparison, *, color: bool = False) -> str:
                 lines.append("  " + (_paint(line, colour, color) if colour else line))
         if group.layers:
             lines += ["  " + line for line in _table(_layer_rows(group.layers))]
+        if group.evaluations:
+            lines += ["  " + line for line in _table(_eval_rows(group.evaluations))]
         if group.paths:
             rows = [["paths: baseline", "candidate", "path"]]
             for share in group.paths:
@@ -387,6 +500,9 @@ def render_text(comparison: Comparison, *, color: bool = False) -> str:
             lines.append(
                 f"  diverges: {_path(divergence.candidate_path)}: {_divergence_text(divergence)}"
             )
+    if comparison.flips:
+        lines += ["", _paint(_flips_head(comparison), "bold", color)]
+        lines += ["  " + line for line in _table(_flip_rows(comparison.flips))]
     if comparison.warnings:
         lines.append("")
         lines += [_paint(f"warning: {warning}", "yellow", color) for warning in comparison.warnings]
@@ -477,6 +593,8 @@ def render_markdown(comparison: Comparison) -> str:
                 *("| " + " | ".join(_md(cell) for cell in row) + " |" for row in rows[1:]),
                 "",
             ]
+        if group.evaluations:
+            lines += _md_table(_eval_rows(group.evaluations))
         if group.paths:
             lines += ["| baseline | candidate | path |", "|---|---|---|"]
             for share in group.paths:
@@ -492,6 +610,112 @@ def render_markdown(comparison: Comparison) -> str:
             )
         if group.divergences:
             lines.append("")
+    if comparison.flips:
+        lines += [f"### {_md(_flips_head(comparison))}", ""]
+        rows = _flip_rows(comparison.flips)
+        for row in rows[1:]:
+            row[4:] = [f"`{cell}`" if cell != "-" else cell for cell in row[4:]]
+        lines += _md_table(rows)
     if comparison.warnings:
         lines += ["**Warnings:**", ""] + [f"- {_md(w)}" for w in comparison.warnings] + [""]
     return "\n".join(lines)
+
+
+def _md_table(rows: list[list[str]]) -> list[str]:
+    return [
+        "| " + " | ".join(rows[0]) + " |",
+        "|" + "---|" * len(rows[0]),
+        *("| " + " | ".join(_md(cell) for cell in row) + " |" for row in rows[1:]),
+        "",
+    ]
+
+
+# -- summarize -----------------------------------------------------------------------------------
+
+
+def _summary_head(summary: Summary, output: str | None) -> str:
+    where = f" -> {output}" if output else ""
+    return (
+        f"adk-otel summarize: {summary.runs} runs in {len(summary.groups)} group(s) "
+        f"from {summary.spans} spans{where}"
+    )
+
+
+def _summary_eval_rows(summary: Summary) -> list[list[str]]:
+    rows = [["group", "eval metric", "results", "passed", "failed", "pass rate", "mean score"]]
+    for key, group in summary.groups.items():
+        for name, metric in sorted(group.evaluations.items()):
+            rows.append(
+                [
+                    group_label(key),
+                    name,
+                    str(metric.results),
+                    str(metric.passed),
+                    str(metric.failed),
+                    _rate(metric.pass_rate),
+                    _ms(metric.mean_score),
+                ]
+            )
+    return rows
+
+
+def _summary_notes(summary: Summary) -> list[str]:
+    notes = []
+    if summary.duplicate_spans:
+        notes.append(
+            f"{summary.duplicate_spans} duplicate spans dropped (same trace and span id, "
+            "counted once)"
+        )
+    if summary.unattached_evaluations:
+        notes.append(
+            f"{summary.unattached_evaluations} eval case results without their run (no span "
+            "context, or its invocation span not in the input): not counted"
+        )
+    return notes
+
+
+def summary_json(summary: Summary, output: str | None = None) -> dict[str, Any]:
+    """What ``summarize --format json`` prints (not the summary file: that is
+    :mod:`.summary_file`)."""
+    return {
+        "version": 1,
+        "output": output,
+        "runs": summary.runs,
+        "spans": summary.spans,
+        "duplicate_spans": summary.duplicate_spans,
+        "unattached_evaluations": summary.unattached_evaluations,
+        "group_by": list(summary.group_by),
+        "groups": [
+            {
+                "key": dict(key),
+                "label": group_label(key),
+                "runs": group.runs,
+                "evaluations": [
+                    {"metric": name, **(_metric_json(metric) or {})}
+                    for name, metric in sorted(group.evaluations.items())
+                ],
+            }
+            for key, group in summary.groups.items()
+        ],
+    }
+
+
+def render_summary(summary: Summary, format: str = "text", output: str | None = None) -> str:
+    """``summarize``'s report: the runs and groups read and, when the inputs
+    carry evaluation results, per group and metric the case results, pass
+    rate and mean score; ``text``, ``markdown`` or ``json``."""
+    rows = _summary_eval_rows(summary)
+    if format == "json":
+        import json
+
+        return json.dumps(summary_json(summary, output), indent=2) + "\n"
+    if format == "markdown":
+        lines = [f"## {_summary_head(summary, output)}", ""]
+        if len(rows) > 1:
+            lines += _md_table(rows)
+        lines += [f"- {_md(note)}" for note in _summary_notes(summary)]
+        return "\n".join(lines).rstrip("\n") + "\n"
+    lines = [_summary_head(summary, output), *_summary_notes(summary)]
+    if len(rows) > 1:
+        lines += ["  " + line for line in _table(rows)]
+    return "\n".join(lines) + "\n"

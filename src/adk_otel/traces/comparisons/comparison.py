@@ -4,7 +4,8 @@ Each gate is a family of tests: ``errors`` (the run error rate, each error
 category's share of runs, each agent's / model's / tool's error rate),
 ``tokens`` (mean tokens per run), ``latency`` (median and p95 run latency),
 ``calls`` (mean model and tool calls per run), ``path`` (the distribution of
-paths). Every test is one-sided, in the worse direction, against the
+paths), ``eval`` (per evaluation metric, the case pass rate and the mean
+score, where lower is worse). Every test is one-sided, in the worse direction, against the
 threshold, and judges the statistic the report shows: one-sided Fisher for
 rates, Welch for means, the exceedance test for quantiles
 (:mod:`.stats`); each interval is its test inverted. Within a gate the tests
@@ -21,6 +22,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from ..io.otlp_json import OtlpJsonError
+from .eval_summary import Flip, MetricSummary, flips_between
 from .paths import Divergence, first_divergence, lcs_alignment
 from .runs import OUTCOMES, GroupKey, GroupSummary, Path, Summary, pooled
 from .stats import (
@@ -29,20 +31,33 @@ from .stats import (
     chi_square_counts,
     exceedance_pmf,
     fisher_one_sided,
+    mean_drop_test,
     mean_test,
     quantile_test,
     rate_difference_interval,
 )
 
 GATES = ("errors", "tokens", "latency", "calls", "path")
-DEFAULT_THRESHOLDS = {"errors": 0.0, "tokens": 10.0, "latency": 20.0, "calls": 10.0, "path": 10.0}
+"""The gates of the runs themselves: what ``any`` asks for."""
+EVAL = "eval"
+ALL_GATES = (*GATES, EVAL)
+DEFAULT_THRESHOLDS = {
+    "errors": 0.0,
+    "tokens": 10.0,
+    "latency": 20.0,
+    "calls": 10.0,
+    "path": 10.0,
+    EVAL: 0.0,
+}
 """Per gate, in percent: errors in percentage points of rate, path in share of
-runs whose path would have to change (total variation), the others relative."""
+runs whose path would have to change (total variation), eval a drop in
+percentage points of pass rate and in percent of the mean score, the others
+relative."""
 MIN_RUNS = 5
 EXIT_INCONCLUSIVE = 3
 """The exit code of a comparison that could not judge a gate asked for (0:
 nothing tripped, 1: a gate tripped, 2: unusable input)."""
-GATE_TESTS = {"errors": 1, "tokens": 1, "latency": 2, "calls": 2, "path": 1}
+GATE_TESTS = {"errors": 1, "tokens": 1, "latency": 2, "calls": 2, "path": 1, EVAL: 2}
 """Tests per group and gate at the least: what a gate's runs needed assume."""
 POOLED: GroupKey = (("adk.app.name", "all runs, pooled"),)
 UNEQUAL = 4.0
@@ -52,41 +67,59 @@ _LISTED = 3
 
 @dataclass(frozen=True)
 class Rule:
-    """One ``--fail-on`` gate and its threshold in percent."""
+    """One ``--fail-on`` gate and its threshold in percent; for ``eval``, the
+    metric it is about (None: every metric)."""
 
     gate: str
     threshold: float
+    metric: str | None = None
+
+    @property
+    def text(self) -> str:
+        """The rule as ``--fail-on`` takes it."""
+        if self.gate == EVAL:
+            name = f"eval:{self.metric}" if self.metric else "eval"
+            return f"{name}=-{self.threshold:g}%" if self.threshold else name
+        if self.gate == "errors" and not self.threshold:
+            return "errors"
+        return f"{self.gate}=+{self.threshold:g}%"
 
 
 def parse_rules(texts: Iterable[str]) -> list[Rule]:
     """``errors``, ``tokens=+N%``, ``latency=+N%``, ``calls=+N%``, ``path[=N%]``,
-    ``any`` (all, with :data:`DEFAULT_THRESHOLDS`); a later rule of the same
-    gate replaces an earlier one."""
+    ``any`` (those five, with :data:`DEFAULT_THRESHOLDS`), ``eval[=-N%]`` (every
+    evaluation metric), ``eval:METRIC[=-N%]`` (one metric, its own threshold);
+    a later rule of the same gate (and metric) replaces an earlier one."""
     rules: dict[str, Rule] = {}
     for text in texts:
         name, _, value = text.strip().partition("=")
-        name = name.strip().lower()
-        if name == "any" and not value:
-            for gate in GATES:
-                rules.setdefault(gate, Rule(gate, DEFAULT_THRESHOLDS[gate]))
+        name = name.strip()
+        gate, _, metric = name.partition(":")
+        gate = gate.strip().lower()
+        metric = metric.strip()
+        if gate == "any" and not value and not metric:
+            for each in GATES:
+                rules.setdefault(each, Rule(each, DEFAULT_THRESHOLDS[each]))
             continue
-        if name not in GATES:
+        if gate not in ALL_GATES or (metric and gate != EVAL) or (":" in name and not metric):
             raise OtlpJsonError(
                 f"--fail-on {text!r}: unknown rule; use errors, tokens=+N%, latency=+N%, "
-                "calls=+N%, path or any"
+                "calls=+N%, path, any, eval or eval:METRIC=-N%"
             )
-        threshold = DEFAULT_THRESHOLDS[name]
+        threshold = DEFAULT_THRESHOLDS[gate]
         if value:
-            number = value.strip().removeprefix("+").removesuffix("%")
+            number = value.strip().removesuffix("%")
+            number = number.removeprefix("-") if gate == EVAL else number.removeprefix("+")
             try:
                 threshold = float(number)
             except ValueError:
                 threshold = math.nan
             if not math.isfinite(threshold) or threshold < 0:
+                like = f"{name}=-5%" if gate == EVAL else f"{gate}=+10%"
                 raise OtlpJsonError(
-                    f"--fail-on {text!r}: the threshold must be a percentage >= 0, like {name}=+10%"
+                    f"--fail-on {text!r}: the threshold must be a percentage >= 0, like {like}"
                 )
-        rules[name] = Rule(name, threshold)
+        rules[f"{gate}:{metric}"] = Rule(gate, threshold, metric or None)
     return list(rules.values())
 
 
@@ -112,6 +145,14 @@ class Finding:
     judged: bool = False
     """Whether the sample could have tripped it (else: too small, inconclusive)."""
     why: str = ""
+    metric: str | None = None
+    """The evaluation metric (``eval`` findings)."""
+    ratio: bool = False
+    """The effect is a ratio (judged against ``1 -/+ threshold``), else a difference."""
+    lower_is_worse: bool = False
+    """A drop is the regression (an eval pass rate or score), not a rise."""
+    samples: tuple[int, int] | None = None
+    """The sample sizes when they are not the group's runs (eval case results)."""
     test: Callable[[float, float], OneSided] | None = field(default=None, repr=False, compare=False)
     key: tuple[object, ...] = field(default=(), repr=False, compare=False)
     """One hypothesis: the same counts tested twice (a run's error on its
@@ -150,6 +191,15 @@ class LayerRow:
 
 
 @dataclass
+class EvalRow:
+    """One evaluation metric of a group on both sides (None: no results there)."""
+
+    metric: str
+    baseline: MetricSummary | None
+    candidate: MetricSummary | None
+
+
+@dataclass
 class PathShare:
     path: Path
     baseline: int
@@ -167,6 +217,7 @@ class GroupComparison:
     layers: list[LayerRow] = field(default_factory=list)
     paths: list[PathShare] = field(default_factory=list)
     divergences: list[Divergence] = field(default_factory=list)
+    evaluations: list[EvalRow] = field(default_factory=list)
 
 
 @dataclass
@@ -183,6 +234,11 @@ class Comparison:
     candidate_source: str = ""
     duplicate_spans: tuple[int, int] = (0, 0)
     """Spans read twice (same trace and span id) on each side, counted once."""
+    flips: list[Flip] = field(default_factory=list)
+    """Eval cases (and metrics) that passed in every baseline result and
+    failed in a candidate one, with a trace of each side."""
+    eval_metrics: list[str] = field(default_factory=list)
+    """Evaluation metrics with a pass or fail verdict on either side."""
 
     @property
     def findings(self) -> list[Finding]:
@@ -202,12 +258,26 @@ class Comparison:
 
     @property
     def inconclusive_gates(self) -> list[str]:
-        """Gates asked for that no group (nor the pooled runs) had the runs to judge."""
-        return [
+        """Gates asked for that no group (nor the pooled runs) had the runs to
+        judge; ``eval`` when a metric it asks for was judged nowhere."""
+        gates = [
             rule.gate
             for rule in self.rules
-            if not any(f.judged for f in self.findings if f.gate == rule.gate)
+            if rule.gate != EVAL and not any(f.judged for f in self.findings if f.gate == rule.gate)
         ]
+        return [*gates, EVAL] if self.inconclusive_metrics else gates
+
+    @property
+    def inconclusive_metrics(self) -> list[str]:
+        """Evaluation metrics asked for (``eval``: every metric with a verdict
+        on either side) that no group had the case results to judge; ``(any)``
+        for ``eval`` asked for where no side holds a verdict."""
+        asked: list[str] = []
+        for rule in self.rules:
+            if rule.gate == EVAL:
+                asked += [rule.metric] if rule.metric else self.eval_metrics or ["(any)"]
+        judged = {f.metric for f in self.findings if f.gate == EVAL and f.judged}
+        return [metric for metric in dict.fromkeys(asked) if metric not in judged]
 
     @property
     def runs_needed(self) -> dict[str, int]:
@@ -248,18 +318,19 @@ def compare(
     """Compare two summaries; nothing trips unless its gate is in ``rules``."""
     if not 0 < alpha < 1:
         raise OtlpJsonError(f"--alpha {alpha}: must be between 0 and 1")
-    thresholds = {**DEFAULT_THRESHOLDS, **{rule.gate: rule.threshold for rule in rules}}
     gates = {rule.gate for rule in rules}
     warnings = _warnings(baseline, candidate)
     groups: list[GroupComparison] = []
     keys = list(dict.fromkeys([*baseline.groups, *candidate.groups]))
     for key in keys:
         groups.append(_group(key, baseline.groups.get(key), candidate.groups.get(key), warnings))
-    _judge(groups, alpha, thresholds, gates)
+    metrics = _eval_metrics(baseline, candidate)
+    gated = _gated_metrics(rules, metrics)
+    _judge(groups, alpha, rules, gated)
     small = [
         gate
-        for gate in GATES
-        if (gate in gates or not gates)
+        for gate in ALL_GATES
+        if (gate in gates or (not gates and (gate != EVAL or metrics)))
         and not any(f.judged for g in groups for f in g.findings if f.gate == gate)
     ]
     if len(keys) > 1 and small:
@@ -269,7 +340,8 @@ def compare(
         groups.append(
             _group(POOLED, pooled(baseline.groups.values()), pooled(candidate.groups.values()), [])
         )
-        _judge(groups, alpha, thresholds, gates)
+        _judge(groups, alpha, rules, gated)
+    warnings += _eval_warnings(baseline, candidate, groups)
     return Comparison(
         alpha=alpha,
         rules=list(rules),
@@ -280,7 +352,33 @@ def compare(
         baseline_source=baseline.source,
         candidate_source=candidate.source,
         duplicate_spans=(baseline.duplicate_spans, candidate.duplicate_spans),
+        flips=flips_between(baseline.eval_cases, candidate.eval_cases),
+        eval_metrics=sorted(metrics),
     )
+
+
+def _eval_metrics(baseline: Summary, candidate: Summary) -> set[str]:
+    """Metrics with a pass or fail verdict somewhere: what ``eval`` judges
+    (informational metrics, never pass or fail, are shown, not judged)."""
+    return {
+        name
+        for summary in (baseline, candidate)
+        for group in summary.groups.values()
+        for name, metric in group.evaluations.items()
+        if metric.judged
+    }
+
+
+def _gated_metrics(rules: Sequence[Rule], metrics: set[str]) -> dict[str, float]:
+    """The eval metrics asked for, each with its threshold in percent."""
+    out: dict[str, float] = {}
+    for rule in rules:
+        if rule.gate == EVAL and rule.metric is None:
+            out.update(dict.fromkeys(metrics, rule.threshold))
+    for rule in rules:
+        if rule.gate == EVAL and rule.metric is not None:
+            out[rule.metric] = rule.threshold
+    return out
 
 
 def _group(
@@ -290,10 +388,17 @@ def _group(
     too_small = b is None or c is None or min(b.runs, c.runs) < MIN_RUNS
     group = GroupComparison(key, label, _side(b), _side(c), too_small)
     if b is not None and c is not None:
-        group.findings = _findings(label, b, c)
+        group.findings = _findings(label, b, c) + _eval_findings(label, b, c)
         group.layers = _layers(b, c)
         group.paths, group.divergences = _paths(b, c)
         _layer_warnings(label, b, c, warnings)
+    names = sorted({*(b.evaluations if b else {}), *(c.evaluations if c else {})})
+    group.evaluations = [
+        EvalRow(
+            name, b.evaluations.get(name) if b else None, c.evaluations.get(name) if c else None
+        )
+        for name in names
+    ]
     return group
 
 
@@ -434,8 +539,72 @@ def _ratio(
         candidate=mc,
         effect=ratio,
         worse=mb is not None and mc is not None and mc > mb,
+        ratio=True,
         test=test,
         key=(label, subject),
+    )
+
+
+def _eval_findings(label: str, b: GroupSummary, c: GroupSummary) -> list[Finding]:
+    """Per metric with a verdict on both sides: its pass rate (a drop judged
+    as the errors gate judges a rise: one-sided Fisher, Newcombe's interval)
+    and its mean score (a drop judged as tokens judge a rise: Welch's test,
+    Fieller's interval)."""
+    out = []
+    for name in sorted(set(b.evaluations) & set(c.evaluations)):
+        mb, mc = b.evaluations[name], c.evaluations[name]
+        if not (mb.judged or mc.judged):
+            continue  # informational: never pass or fail, no direction to judge
+        if mb.judged and mc.judged:
+            out.append(_pass_rate(label, name, mb, mc))
+        if mb.scores.n and mc.scores.n:
+            out.append(_score(label, name, mb, mc))
+    return out
+
+
+def _pass_rate(label: str, metric: str, b: MetricSummary, c: MetricSummary) -> Finding:
+    n1, n2 = b.judged, c.judged
+
+    def test(level: float, threshold: float) -> OneSided:
+        low, high = rate_difference_interval(b.passed, n1, c.passed, n2, 2 * level)
+        p = fisher_one_sided(b.failed, n1, c.failed, n2)  # the failure rate up
+        return OneSided(p, low, high, possible=fisher_one_sided(0, n1, n2, n2) < level)
+
+    p1, p2 = b.passed / n1, c.passed / n2
+    return Finding(
+        gate=EVAL,
+        group=label,
+        subject=f"eval {metric} pass rate",
+        baseline=p1,
+        candidate=p2,
+        effect=p2 - p1,
+        worse=p2 < p1,
+        metric=metric,
+        lower_is_worse=True,
+        samples=(n1, n2),
+        test=test,
+        key=(label, EVAL, metric, "pass"),
+    )
+
+
+def _score(label: str, metric: str, b: MetricSummary, c: MetricSummary) -> Finding:
+    mb, mc = b.mean_score, c.mean_score
+    return Finding(
+        gate=EVAL,
+        group=label,
+        subject=f"eval {metric} mean score",
+        baseline=mb,
+        candidate=mc,
+        effect=mc / mb if mb is not None and mc is not None and mb > 0 else None,
+        worse=mb is not None and mc is not None and mc < mb,
+        metric=metric,
+        ratio=True,
+        lower_is_worse=True,
+        samples=(b.scores.n, c.scores.n),
+        test=lambda level, threshold: mean_drop_test(
+            b.scores, c.scores, margin=1 - threshold, alpha=level
+        ),
+        key=(label, EVAL, metric, "score"),
     )
 
 
@@ -524,44 +693,53 @@ def _findings(label: str, b: GroupSummary, c: GroupSummary) -> list[Finding]:
 
 
 def _judge(
-    groups: list[GroupComparison], alpha: float, thresholds: dict[str, float], gates: set[str]
+    groups: list[GroupComparison],
+    alpha: float,
+    rules: Sequence[Rule],
+    gated: dict[str, float],
 ) -> None:
     """Per gate, Bonferroni over the tests that could reject (a test in a group
     too small, or that no data of its sizes could make reject, adds no false
     alarm): each is run at ``alpha / m``, so its interval, its adjusted
     p-value and its verdict describe one decision, and the gate's false-alarm
-    rate stays at most ``alpha`` over every group, layer and category."""
-    for gate in (*GATES, None):
-        threshold = thresholds.get(gate or "", 0.0) / 100
-        family = [
-            (group, finding)
-            for group in groups
-            for finding in group.findings
-            if finding.gate == gate and finding.test is not None
-        ]
+    rate stays at most ``alpha`` over every group, layer, category and metric.
+    The eval metrics asked for are one family; the others (reported only)
+    another."""
+    thresholds = {**DEFAULT_THRESHOLDS, **{r.gate: r.threshold for r in rules if not r.metric}}
+    gates = {rule.gate for rule in rules}
+    families: dict[tuple[str | None, bool], list[tuple[GroupComparison, Finding]]] = {}
+    for group in groups:
+        for finding in group.findings:
+            if finding.test is not None:
+                asked = finding.gate != EVAL or finding.metric in gated or not gated
+                families.setdefault((finding.gate, asked), []).append((group, finding))
+
+    def threshold_of(finding: Finding) -> float:
+        if finding.gate == EVAL and finding.metric in gated:
+            return gated[str(finding.metric)] / 100
+        return thresholds.get(finding.gate or "", 0.0) / 100
+
+    for (gate, asked), family in families.items():
         first = {
-            id(finding): finding.test(alpha, threshold)
+            id(finding): finding.test(alpha, threshold_of(finding))
             for _, finding in family
             if finding.test is not None
         }
         live = {
             finding.key
             for group, finding in family
-            if not group.too_small and first[id(finding)].possible
+            if not _too_small(group, finding) and first[id(finding)].possible
         }
         m = max(1, len(live))
         for group, finding in family:
             assert finding.test is not None
+            threshold = threshold_of(finding)
             result = first[id(finding)] if m == 1 else finding.test(alpha / m, threshold)
             finding.p_value = min(1.0, result.p_value * m)
             finding.interval = None if gate == "path" else (result.low, result.high)
-            finding.judged = not group.too_small and result.possible
+            finding.judged = not _too_small(group, finding) and result.possible
             finding.significant = result.p_value < alpha / m
-            finding.beyond_threshold = (
-                finding.effect is not None
-                and finding.effect > threshold + _ONE.get(gate or "", 0.0)
-            )
-            bound_beyond = result.low > threshold + _ONE.get(gate or "", 0.0)
+            finding.beyond_threshold, bound_beyond = _beyond(finding, result, threshold)
             finding.flagged = (
                 gate is not None
                 and finding.judged
@@ -570,20 +748,40 @@ def _judge(
                 and finding.beyond_threshold
                 and (gate == "path" or bound_beyond)
             )
-            finding.tripped = finding.flagged and gate in gates
+            finding.tripped = finding.flagged and gate in gates and asked
             finding.why = _why(finding, group, threshold, needed=runs_needed(gate, alpha / m))
 
 
-_ONE = {"tokens": 1.0, "calls": 1.0, "latency": 1.0}
-"""Ratio gates compare the ratio with 1 + threshold; the others the difference."""
+def _too_small(group: GroupComparison, finding: Finding) -> bool:
+    if finding.samples is not None:
+        return min(finding.samples) < MIN_RUNS
+    return group.too_small
+
+
+def _beyond(finding: Finding, result: OneSided, threshold: float) -> tuple[bool, bool]:
+    """Whether the effect, and the interval's end on the side of no change,
+    lie beyond the threshold in the worse direction: above ``threshold``
+    (``1 + threshold`` for a ratio), or below ``-threshold`` (``1 -
+    threshold``) where lower is worse."""
+    effect = finding.effect
+    if finding.lower_is_worse:
+        limit = (1 - threshold) if finding.ratio else -threshold
+        high = result.high
+        return (
+            effect is not None and effect < limit,
+            high is not None and high < limit,
+        )
+    limit = (1 + threshold) if finding.ratio else threshold
+    return effect is not None and effect > limit, result.low > limit
 
 
 def runs_needed(gate: str | None, level: float) -> int:
     """The fewest runs a side (equal sides) with which the gate's test could
     call a change at ``level``: every candidate run failing against none, or
-    above the baseline's quantile; :data:`MIN_RUNS` for the mean and path tests."""
+    above the baseline's quantile; :data:`MIN_RUNS` for the mean and path
+    tests. For ``eval``, case results a side: every candidate one failing."""
     for n in range(MIN_RUNS, 10_000):
-        if gate in ("errors", None):
+        if gate in ("errors", EVAL, None):
             if fisher_one_sided(0, n, n, n) < level:
                 return n
         elif gate == "latency":
@@ -595,10 +793,11 @@ def runs_needed(gate: str | None, level: float) -> int:
 
 
 def _why(finding: Finding, group: GroupComparison, threshold: float, *, needed: int) -> str:
-    if group.too_small:
-        return f"sample too small (needs {max(needed, MIN_RUNS)} runs a side)"
+    unit = "case results" if finding.samples is not None else "runs"
+    if _too_small(group, finding):
+        return f"sample too small (needs {max(needed, MIN_RUNS)} {unit} a side)"
     if not finding.judged:
-        return f"inconclusive (needs {needed} runs a side)"
+        return f"inconclusive (needs {needed} {unit} a side)"
     if not finding.worse:
         return "not worse"
     if not finding.beyond_threshold:
@@ -606,6 +805,34 @@ def _why(finding: Finding, group: GroupComparison, threshold: float, *, needed: 
     if not finding.flagged:
         return f"not significantly beyond the {threshold:.0%} threshold (p={finding.p_value:.3g})"
     return f"significantly beyond the {threshold:.0%} threshold (p={finding.p_value:.3g})"
+
+
+def _eval_warnings(
+    baseline: Summary, candidate: Summary, groups: list[GroupComparison]
+) -> list[str]:
+    warnings = []
+    for group in groups:
+        if group.key == POOLED:
+            continue
+        for row in group.evaluations:
+            for side, mine, other in (
+                ("baseline", row.baseline, row.candidate),
+                ("candidate", row.candidate, row.baseline),
+            ):
+                if mine is not None and mine.judged and (other is None or not other.judged):
+                    missing = "candidate" if side == "baseline" else "baseline"
+                    if group.baseline is not None and group.candidate is not None:
+                        warnings.append(
+                            f"{group.label}: eval {row.metric}: verdicts only in the {side} "
+                            f"(no {missing} pass or fail)"
+                        )
+    for name, summary in (("baseline", baseline), ("candidate", candidate)):
+        if summary.unattached_evaluations:
+            warnings.append(
+                f"{name}: {summary.unattached_evaluations} eval case results without their run "
+                "(no span context, or its invocation span not in the input): not counted"
+            )
+    return sorted(warnings)
 
 
 # -- comparability --------------------------------------------------------------------------

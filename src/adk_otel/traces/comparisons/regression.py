@@ -14,12 +14,13 @@ holds per-run numbers while reading, then distributions per group.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..io.files import iter_records
+from ..io import evaluations
+from ..io.files import expand, iter_records
 from ..io.limits import ReadLimits
 from ..io.model import as_records
 from ..io.otlp_json import OtlpJsonError
@@ -40,15 +41,27 @@ def summarize_files(
     Files are read first in export order (each run folded when its invocation
     span comes: memory for runs in flight only); files whose spans are not in
     that order are read once more, holding every run's numbers to the end.
-    Stdin cannot be read twice, so it is read that second way from the start."""
+    Stdin cannot be read twice, so it is read that second way from the start.
+    Evaluation results are read too: the log records in the same files (OTLP
+    JSON, as ``tree`` reads them) and the span form in the spans."""
     source = " ".join(arguments)
+    results = _log_results(arguments)
     if "-" not in arguments:
         try:
             records = iter_records(arguments, limits=limits)
-            return _with_runs(summarize(records, group_by, source, in_order=True))
+            return _with_runs(
+                summarize(records, group_by, source, in_order=True, evaluations=results)
+            )
         except OutOfOrder:
             pass
-    return _with_runs(summarize(iter_records(arguments, limits=limits), group_by, source))
+    records = iter_records(arguments, limits=limits)
+    return _with_runs(summarize(records, group_by, source, evaluations=_log_results(arguments)))
+
+
+def _log_results(arguments: Sequence[str]) -> Iterator[evaluations.EvaluationResult]:
+    """The log-form evaluation results in the files, read when first asked
+    for: after the spans, whose reader checks and bounds every file."""
+    yield from evaluations.read_files(name for name in expand(arguments) if name != "-")
 
 
 def _with_runs(summary: Summary) -> Summary:

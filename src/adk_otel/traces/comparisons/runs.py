@@ -11,6 +11,12 @@ comes (files in export order) or at the end (any order), so a
 A path is the run's agent, tool and workflow node steps in start order, a step repeated
 back to back written once: the route through the agents and tools. How often
 a step repeats is what the calls per run measure.
+
+Evaluation results (``gen_ai.evaluation.result``, docs/evaluations.md) join
+the run whose invocation span they judge, by its trace and span id, and count
+in that run's group: per metric, the case verdicts and scores. Log records are
+read beside the spans and handed in; the span form (``evaluate`` spans) comes
+in the stream, after the run it judges.
 """
 
 from __future__ import annotations
@@ -21,7 +27,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ... import semconv as sc
+from ..io.evaluations import EvaluationResult, from_span_records
 from ..io.model import SpanRecord
+from .eval_summary import CaseKey, CaseTally, MetricSummary, add_to_tally, case_results
 from .stats import Distribution
 
 ERROR_CATEGORY = "adk.error.category"
@@ -85,6 +93,11 @@ class GroupSummary:
     tool_calls: Distribution = field(default_factory=Distribution)
     paths: Counter[Path] = field(default_factory=Counter)
     layers: dict[tuple[str, str], LayerStats] = field(default_factory=dict)
+    evaluations: dict[str, MetricSummary] = field(default_factory=dict)
+    """Per metric, the case results judging this group's runs."""
+
+    def metric(self, name: str) -> MetricSummary:
+        return self.evaluations.setdefault(name, MetricSummary())
 
     def layer(self, kind: str, name: str) -> LayerStats:
         return self.layers.setdefault((kind, name), LayerStats())
@@ -102,6 +115,8 @@ class GroupSummary:
                 self.paths[OTHER_PATH] += count
         for layer, stats in other.layers.items():
             self.layer(*layer).merge(stats)
+        for name, metric in other.evaluations.items():
+            self.metric(name).merge(metric)
 
     def add_path(self, path: Path) -> None:
         if path in self.paths or len(self.paths) < MAX_PATHS:
@@ -131,10 +146,22 @@ class Summary:
     duplicate_spans: int = 0
     """Spans seen again (same trace and span id: an export retried, a file read
     twice), dropped: a span is counted once."""
+    eval_cases: dict[CaseKey, CaseTally] = field(default_factory=dict)
+    """Per eval case and metric, the verdicts (and, read from traces, a trace
+    of each): what the pass-to-fail flips are found in."""
+    unattached_evaluations: int = 0
+    """Case results whose judged run was not there (no span context, or its
+    invocation span not in the input): not counted."""
 
     @property
     def runs(self) -> int:
         return sum(group.runs for group in self.groups.values())
+
+    @property
+    def evaluations(self) -> int:
+        """Case results counted, over every group and metric."""
+        groups = self.groups.values()
+        return sum(metric.results for group in groups for metric in group.evaluations.values())
 
 
 @dataclass
@@ -207,8 +234,14 @@ def summarize(
     source: str = "",
     *,
     in_order: bool = False,
+    evaluations: Iterable[EvaluationResult] = (),
 ) -> Summary:
     """Fold a stream of span records into a :class:`Summary`.
+
+    ``evaluations``: results read beside the spans (the log form), iterated
+    once the records are; the span form is read from the stream. Each case
+    result counts in the group of the run it judges (its trace and span id:
+    the invocation span's).
 
     ``in_order``: the input holds each run's spans before its invocation span
     (the order every exporter writes them in, as a span ends after its
@@ -223,6 +256,9 @@ def summarize(
     runs: dict[tuple[str, str], _Run] = {}
     folded: OrderedDict[int, None] = OrderedDict()
     seen: set[int] = set()  # a span's (trace id, span id) hashed: a few bytes a span
+    judged: dict[int, GroupKey] = {}  # an invocation span's (trace id, span id) hashed
+    keys: dict[GroupKey, GroupKey] = {}
+    results: list[EvaluationResult] = []  # the span form, as the stream brings it
     for record in records:
         identity = hash(record.key)
         if identity in seen:
@@ -230,6 +266,8 @@ def summarize(
             continue
         seen.add(identity)
         summary.spans += 1
+        if record.events:
+            results += case_results(from_span_records([record]))
         invocation_id = record.attributes.get(sc.ADK_INVOCATION_ID)
         if is_invocation(record):
             key = (record.trace_id, str(invocation_id or record.span_id))
@@ -237,13 +275,15 @@ def summarize(
                 raise OutOfOrder("an invocation span seen twice")
             run = runs.setdefault(key, _Run())
             app = record.attributes.get(sc.ADK_APP_NAME) or record.name.split(" ", 1)[-1]
-            run.group = (
+            group = (
                 ("adk.app.name", str(app)),
                 *((name, _attribute(record, name)) for name in group_by),
             )
+            run.group = keys.setdefault(group, group)  # one key object per group
             run.outcome = record.outcome or _status_outcome(record)
             run.error = error_category(record)
             run.latency_ms = record.duration_ms
+            judged[hash((record.trace_id, record.span_id))] = run.group
             if in_order:
                 _fold(summary.groups.setdefault(run.group, GroupSummary()), runs.pop(key))
                 folded[hash(key)] = None
@@ -277,6 +317,14 @@ def summarize(
             summary.unattached_spans += len(run.steps)
             continue
         _fold(summary.groups.setdefault(run.group, GroupSummary()), run)
+    # The log form last: read only once the spans were (their reader bounds the files).
+    for result in [*results, *case_results(evaluations)]:
+        judging = judged.get(hash((result.trace_id, result.span_id)))
+        if judging is None or result.trace_id is None or judging not in summary.groups:
+            summary.unattached_evaluations += 1
+            continue
+        summary.groups[judging].metric(result.name).add(result)
+        add_to_tally(summary.eval_cases, result)
     return summary
 
 

@@ -90,6 +90,31 @@ class Distribution:
         return dist
 
 
+def significant(value: float) -> float:
+    """``value`` to 6 significant digits: a score kept as it was, to the digit
+    ADK reports, but no finer (so similar scores share an entry)."""
+    return float(f"{value:.6g}")
+
+
+@dataclass
+class Scores(Distribution):
+    """A histogram of evaluation scores: values of any sign, kept to 6
+    significant digits (:func:`significant`), not on the log grid of costs."""
+
+    def add(self, value: float, times: int = 1) -> None:
+        self.counts[significant(value)] += times
+
+    @classmethod
+    def from_pairs(cls, pairs: Iterable[Sequence[float]]) -> Scores:
+        dist = cls()
+        for value, count in pairs:
+            number, times = float(value), int(count)
+            if not (math.isfinite(number) and times >= 1):
+                raise ValueError(f"a score histogram entry of {value!r} x {count!r}")
+            dist.counts[significant(number)] += times
+        return dist
+
+
 # -- rates ---------------------------------------------------------------------------
 
 
@@ -342,20 +367,65 @@ def mean_test(base: Distribution, cand: Distribution, *, margin: float, alpha: f
     if vb + vc <= 0:  # every run alike on both sides: the ratio is known exactly
         p = 0.0 if mc > margin * mb else 1.0
         return OneSided(p, ratio, ratio) if mb > 0 else OneSided(p, 0.0, None)
-    scaled = (ratio if math.isfinite(ratio) else margin) ** 2 * vb
-    df = (vc + scaled) ** 2 / (vc * vc / (n_c - 1) + scaled * scaled / (n_b - 1) or 1e-300)
-    df = max(1.0, df)
+    df = _welch_df(vb, vc, n_b, n_c, ratio if math.isfinite(ratio) else margin)
     p = student_t_sf((mc - margin * mb) / math.sqrt(vc + margin * margin * vb), df)
     if mb <= 0:
         return OneSided(p, 0.0, None)
-    t = student_t_quantile(1 - alpha, df)
+    low, high = _fieller(mb, mc, vb, vc, student_t_quantile(1 - alpha, df))
+    return OneSided(p, low, high)
+
+
+def mean_drop_test(
+    base: Distribution, cand: Distribution, *, margin: float, alpha: float
+) -> OneSided:
+    """Is the candidate's mean below ``margin`` times the baseline's? (For a
+    statistic where lower is worse, an evaluation score: ``margin`` is
+    ``1 - threshold``.)
+
+    :func:`mean_test` turned around: Welch's test of ``margin * mean(b) -
+    mean(c)`` and the Fieller interval of the ratio ``mean(c) / mean(b)``,
+    with Satterthwaite's degrees of freedom at ``margin``; here its *upper* end is the bound that
+    matters: below ``margin`` exactly when ``p_value < alpha``. A baseline mean
+    of 0 or less has no ratio to drop from: not judged."""
+    n_b, n_c = base.n, cand.n
+    if n_b < 2 or n_c < 2:
+        return OneSided(1.0, 0.0, None, possible=False)
+    mb, mc = base.mean() or 0.0, cand.mean() or 0.0
+    vb, vc = _variance(base) / n_b, _variance(cand) / n_c
+    if not all(map(math.isfinite, (mb, mc, vb, vc))) or mb <= 0:
+        return OneSided(1.0, 0.0, None, possible=False)
+    ratio = mc / mb
+    if vb + vc <= 0:  # every result alike on both sides: the ratio is known exactly
+        return OneSided(0.0 if mc < margin * mb else 1.0, ratio, ratio)
+    # Satterthwaite's degrees of freedom at the ratio tested (not at the
+    # observed one, as mean_test takes them: a candidate scoring 0 every time
+    # would leave one degree of freedom); the interval uses the same, so its
+    # upper end is below margin exactly when p < alpha.
+    df = _welch_df(vb, vc, n_b, n_c, margin if margin > 0 else ratio)
+    p = student_t_sf((margin * mb - mc) / math.sqrt(vc + margin * margin * vb), df)
+    low, high = _fieller(mb, mc, vb, vc, student_t_quantile(1 - alpha, df))
+    return OneSided(p, low, high)
+
+
+def _welch_df(vb: float, vc: float, n_b: int, n_c: int, ratio: float) -> float:
+    """Satterthwaite's degrees of freedom of ``mean(c) - ratio * mean(b)``."""
+    scaled = ratio * ratio * vb
+    df = (vc + scaled) ** 2 / (vc * vc / (n_c - 1) + scaled * scaled / (n_b - 1) or 1e-300)
+    return max(1.0, df)
+
+
+def _fieller(mb: float, mc: float, vb: float, vc: float, t: float) -> tuple[float, float | None]:
+    """Every ratio ``rho`` with ``|mc - rho mb| / sqrt(vc + rho^2 vb) <= t``
+    (``mb > 0``): its ends, each a one-sided bound at the level of ``t``;
+    None above: unbounded."""
+    ratio = mc / mb
     # T(rho) = (mc - rho mb) / sqrt(vc + rho^2 vb) falls as rho rises; its
     # crossings of +t and -t are the roots of one quadratic (Fieller).
     a, b, c = mb * mb - t * t * vb, -2 * mb * mc, mc * mc - t * t * vc
     roots = _roots(a, b, c)
     low = 0.0 if mc <= t * math.sqrt(vc) else min((r for r in roots if r <= ratio), default=0.0)
     high = None if a <= 0 else max((r for r in roots if r >= ratio), default=ratio)
-    return OneSided(p, max(0.0, low), high)
+    return max(0.0, low), high
 
 
 def _roots(a: float, b: float, c: float) -> list[float]:

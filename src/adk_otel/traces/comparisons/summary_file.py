@@ -2,8 +2,10 @@
 
 A small JSON document, fit to commit: per group, the run counts, outcome
 and error-category counts, histograms of latency, tokens and calls, the
-path counts and per agent / model / tool stats. No span, id or content is
-kept. ``format`` comes first so a reader recognizes the file by its first
+path counts, per agent / model / tool stats and per evaluation metric the
+case verdicts and scores; per eval case and metric, the verdicts. No span,
+id or content is kept (so a flip from a summary names no baseline trace).
+``format`` comes first so a reader recognizes the file by its first
 bytes; a ``version`` newer than this reader is refused, not misread.
 """
 
@@ -15,8 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from ..io.otlp_json import OtlpJsonError
+from .eval_summary import CaseTally, MetricSummary
 from .runs import DISTRIBUTIONS, GroupSummary, LayerStats, Summary
-from .stats import Distribution
+from .stats import Distribution, Scores
 
 FORMAT = "adk-otel-summary"
 VERSION = 1
@@ -32,7 +35,12 @@ def to_json(summary: Summary) -> dict[str, Any]:
         "spans": summary.spans,
         "unattached_spans": summary.unattached_spans,
         "duplicate_spans": summary.duplicate_spans,
+        "unattached_evaluations": summary.unattached_evaluations,
         "groups": [_group_json(key, group) for key, group in summary.groups.items()],
+        "eval_cases": [
+            {"case": case, "metric": metric, "passed": tally.passed, "failed": tally.failed}
+            for (case, metric), tally in sorted(summary.eval_cases.items())
+        ],
     }
 
 
@@ -54,6 +62,16 @@ def _group_json(key: Any, group: GroupSummary) -> dict[str, Any]:
                 "latency_ms": stats.latency_ms.as_pairs(),
             }
             for (kind, name), stats in group.layers.items()
+        ],
+        "evaluations": [
+            {
+                "metric": name,
+                "passed": metric.passed,
+                "failed": metric.failed,
+                "other": metric.other,
+                "scores": metric.scores.as_pairs(),
+            }
+            for name, metric in sorted(group.evaluations.items())
         ],
     }
 
@@ -107,11 +125,16 @@ def from_json(document: Any, where: str = "<summary>") -> Summary:
             spans=int(document.get("spans", 0)),
             unattached_spans=int(document.get("unattached_spans", 0)),
             duplicate_spans=int(document.get("duplicate_spans", 0)),
+            unattached_evaluations=int(document.get("unattached_evaluations", 0)),
             source=where,
         )
         for item in document["groups"]:
             key = tuple((str(k), str(v)) for k, v in item["key"].items())
             summary.groups[key] = _group(item)
+        for item in document.get("eval_cases", ()):
+            summary.eval_cases[(str(item["case"]), str(item["metric"]))] = CaseTally(
+                passed=int(item["passed"]), failed=int(item["failed"])
+            )
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise OtlpJsonError(f"{where}: a malformed summary ({type(exc).__name__}: {exc})") from None
     return summary
@@ -133,5 +156,12 @@ def _group(item: dict[str, Any]) -> GroupSummary:
             outcomes=Counter({str(k): int(v) for k, v in layer["outcomes"].items()}),
             errors=Counter({str(k): int(v) for k, v in layer["errors"].items()}),
             latency_ms=Distribution.from_pairs(layer["latency_ms"]),
+        )
+    for metric in item.get("evaluations", ()):
+        group.evaluations[str(metric["metric"])] = MetricSummary(
+            passed=int(metric["passed"]),
+            failed=int(metric["failed"]),
+            other=int(metric["other"]),
+            scores=Scores.from_pairs(metric["scores"]),
         )
     return group

@@ -14,7 +14,12 @@ so the tree can print scores under their invocation and tests can select them:
 
 from __future__ import annotations
 
+import contextlib
+import gzip
+import io
 import json
+import os
+import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,7 +28,8 @@ from ... import semconv as sc
 from .model import SpanRecord
 
 MAX_LINE = 64 * 1024 * 1024
-"""OTLP JSON lines longer than this are not read for evaluation results."""
+"""OTLP JSON lines (or a whole pretty-printed document) longer than this are
+not read for evaluation results."""
 
 
 @dataclass(frozen=True)
@@ -189,29 +195,59 @@ def from_otlp_json(document: Any) -> list[EvaluationResult]:
 
 
 def read_files(paths: Iterable[str]) -> list[EvaluationResult]:
-    """The log-form results in OTLP JSON files (one document per line, or
-    one document per file). Files or lines that are not JSON are skipped:
-    the spans' reader reports on those."""
+    """The log-form results in OTLP JSON files, plain or gzipped (one
+    document per line, or one document per file). Read a line at a time:
+    memory holds one line, not the file. Files or lines that are not JSON
+    (protobuf, zstd, damaged), and anything but a regular file, are skipped:
+    the spans' reader reports on those, and bounds them (read the spans
+    first: a file it accepted is within its limits)."""
     results: list[EvaluationResult] = []
     for path in paths:
-        try:
-            with open(path, encoding="utf-8", errors="replace") as handle:
-                text = handle.read(MAX_LINE + 1)
-        except OSError:
-            continue
-        if "resourceLogs" not in text:
+        if not os.path.isfile(path):
             continue
         try:
-            results.extend(from_otlp_json(json.loads(text)))
+            with open(path, "rb") as raw:
+                stream = _unzipped(raw)
+                head = stream.peek(_SNIFF)[:_SNIFF]
+                if not head or b"\0" in head or head[0] < 0x09:
+                    continue  # binary: protobuf, zstd, zeros
+                results.extend(_stream_results(stream, path))
+        except (OSError, EOFError, zlib.error):
             continue
+    return results
+
+
+_GZIP_MAGIC = b"\x1f\x8b"
+_SNIFF = 64
+_MARK = b"resourceLogs"
+
+
+def _unzipped(raw: io.BufferedReader) -> gzip.GzipFile | io.BufferedReader:
+    if raw.peek(2)[:2] == _GZIP_MAGIC:
+        return gzip.GzipFile(fileobj=raw, mode="rb")
+    return raw
+
+
+def _stream_results(stream: io.BufferedIOBase, path: str) -> list[EvaluationResult]:
+    results: list[EvaluationResult] = []
+    unparsed = False
+    while line := stream.readline(MAX_LINE + 1):
+        if len(line) > MAX_LINE and not line.endswith(b"\n"):
+            while line and not line.endswith(b"\n"):  # the rest of an over-long line
+                line = stream.readline(MAX_LINE + 1)
+            continue
+        if _MARK not in line:
+            continue
+        try:
+            results.extend(from_otlp_json(json.loads(line)))
         except ValueError:
-            pass  # not one document: one per line
-        for line in text.splitlines():
-            if "resourceLogs" in line:
-                try:
-                    results.extend(from_otlp_json(json.loads(line)))
-                except ValueError:
-                    continue
+            unparsed = True  # a line of a document spread over lines
+    if unparsed and not results:  # one pretty-printed document: read it whole
+        with open(path, "rb") as raw:
+            text = _unzipped(raw).read(MAX_LINE + 1)
+        if len(text) <= MAX_LINE:
+            with contextlib.suppress(ValueError):
+                results.extend(from_otlp_json(json.loads(text)))
     return results
 
 
