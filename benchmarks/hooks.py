@@ -2,8 +2,8 @@
 
 ``overhead.py`` says how much adk-otel costs; this says where. For adk-otel
 (under ``instrument()``), the ``floor`` and ``fair_floor`` yardsticks
-(``overhead.py``), ``necessary`` and ``guaranteed`` (what a tracer with adk-otel's attributes and
-promises cannot skip, ``overhead.py``) and adk-otel's plugin on its own (``plugin_only``: the same
+(``overhead.py``), ``lean`` (adk-otel's attributes and core guarantees, built
+lean: ``lean.py``) and adk-otel's plugin on its own (``plugin_only``: the same
 hooks without ``instrument()``'s runner wrapper), it times each hook's work,
 and the invocation as a whole, with the thread's CPU clock, over interleaved
 samples (the method of ``overhead.py``). The hooks never await, so one step of
@@ -35,7 +35,7 @@ from typing import Any
 from report import emit  # this directory: the benchmark scripts run from it
 
 HERE = Path(__file__).resolve().parent
-CONFIGS = ("bare", "floor", "fair_floor", "necessary", "guaranteed", "plugin_only", "adk_otel")
+CONFIGS = ("bare", "floor", "fair_floor", "lean", "plugin_only", "adk_otel")
 WORKLOADS = ("single", "tool", "sequential")
 HOOKS = (
     "before_run_callback",
@@ -48,7 +48,7 @@ HOOKS = (
     "after_agent_callback",
     "after_run_callback",
 )
-PLUGINS = ("adk_otel", "floor", "fair_floor", "necessary", "guaranteed")
+PLUGINS = ("adk_otel", "floor", "fair_floor", "lean")
 
 
 class Bench:

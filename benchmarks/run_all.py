@@ -2,7 +2,8 @@
 
 ``python benchmarks/run_all.py``: overhead (interleaved configurations), hooks
 (where the time goes), span_path (one model span, stage by stage), run_path
-(one whole run's hooks, replayed against the yardsticks), model_reads (an
+(one whole run's hooks, replayed against the yardsticks), lean_profile
+(what each of the lean reference's guarantees costs), model_reads (an
 agent's model read, named by string or held as an object), calls
 (adk-otel's own work, counted),
 export under load, memory over 10,000 invocations, propagation across one A2A
@@ -24,6 +25,7 @@ BENCHMARKS = (
     "hooks",
     "span_path",
     "run_path",
+    "lean_profile",
     "model_reads",
     "calls",
     "export_load",

@@ -17,6 +17,7 @@ CASES = {
     "hooks": ["--rounds", "1", "--batch", "1"],
     "span_path": ["--repeats", "1", "--spans", "5"],
     "run_path": ["--repeats", "1", "--runs", "3"],
+    "lean_profile": ["--repeats", "1", "--runs", "3"],
     "model_reads": ["--repeats", "1", "--calls", "10"],
     "export_load": ["--runs", "40"],
     "memory": ["--runs", "64", "--traced-runs", "32", "--checkpoints", "2"],
