@@ -29,6 +29,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .lazy import loader
+from .lifecycle.node_routing import install as _route_adk_scope
 from .version import SUPPORTED_ADK, __version__
 
 if TYPE_CHECKING:
@@ -47,6 +48,11 @@ _LAZY = {
     "SpanKind": ".semconv",
 }
 
+# ADK's tracer scope is answered by the lifecycle's node tracer on the providers
+# adk-otel builds or routes. Registered here, where every import of the package
+# passes first, so it is in place before any such provider can hand ADK its
+# tracer (lifecycle/node_routing.py); it imports nothing heavy.
+_route_adk_scope()
 
 __getattr__: Callable[[str], Any] = loader(__name__, globals(), _LAZY)
 

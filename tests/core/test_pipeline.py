@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import logging
+import os
+import subprocess
+import sys
+import textwrap
 
 import pytest
 from opentelemetry.sdk.trace import TracerProvider, _TracerConfig
 
 from adk_otel.lifecycle.nodes import NodeTracer
-from adk_otel.pipeline import otel_env
+from adk_otel.pipeline import otel_env, scope_tracers
 from adk_otel.pipeline import provider as pipeline
 from adk_otel.semconv import ADK_SCOPE
 
@@ -209,3 +213,60 @@ def test_adk_spans_are_off_under_adk_server_too_unless_kept(monkeypatch, env, ex
     else:
         monkeypatch.setenv("ADK_OTEL_KEEP_ADK_SPANS", env)
     assert pipeline.keep_adk_spans(None) is expected
+
+
+def test_adks_scope_is_answered_by_the_tracer_the_package_registers() -> None:
+    """The pipeline never imports the lifecycle (the import contract): importing
+    the package registers the lifecycle's node tracer for ADK's scope, as the
+    entry point of ``OTEL_PYTHON_TRACER_PROVIDER=adk_otel`` imports it, and
+    ``lifecycle/nodes.py`` is loaded only when ADK's tracer is first asked for."""
+    code = textwrap.dedent(
+        """
+        import sys
+        from adk_otel.pipeline import provider_from_env
+        print("adk_otel.lifecycle.nodes" in sys.modules)
+        tracer = provider_from_env().get_tracer("gcp.vertex.agent")
+        print(type(tracer).__module__, type(tracer).__name__)
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, "OTEL_TRACES_EXPORTER": "none"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert done.stdout.splitlines() == ["False", "adk_otel.lifecycle.nodes NodeTracer"]
+
+
+def test_with_no_tracer_registered_for_adks_scope_the_sdks_answers(monkeypatch) -> None:
+    monkeypatch.setattr(scope_tracers, "_factories", {})
+
+    built = pipeline.AdkOtelTracerProvider()
+    assert type(built.get_tracer(ADK_SCOPE)) is type(built.get_tracer("other"))
+    sdk = TracerProvider()
+    assert pipeline.route_adk_scope(sdk, route=True) is False
+    assert type(sdk._tracers) is dict
+
+
+def test_the_registered_factory_makes_the_tracer_of_adks_scope(monkeypatch) -> None:
+    made: list[object] = []
+
+    def factory(sdk_tracer):
+        made.append(sdk_tracer)
+        return NodeTracer(sdk_tracer)
+
+    monkeypatch.setattr(scope_tracers, "_factories", {})
+    scope_tracers.register(ADK_SCOPE, factory)
+
+    built = pipeline.AdkOtelTracerProvider()
+    built.keep_adk_spans(True)
+    tracer = built.get_tracer(ADK_SCOPE)
+    assert isinstance(tracer, NodeTracer) and tracer.native, "keep_adk_spans reaches it"
+    assert built.get_tracer(ADK_SCOPE) is tracer
+    sdk = TracerProvider()
+    assert pipeline.route_adk_scope(sdk, route=True)
+    assert isinstance(sdk.get_tracer(ADK_SCOPE), NodeTracer)
+    assert [type(t).__module__ for t in made] == ["opentelemetry.sdk.trace"] * 2
+    assert tracer.sdk_tracer is made[0]

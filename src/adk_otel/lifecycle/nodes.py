@@ -7,8 +7,9 @@ end, retry, fail, or fail "as data" (a workflow storing a child's exception
 instead of raising it). That tracing asks the global tracer provider for the
 tracer of scope ``gcp.vertex.agent`` and opens ``invoke_workflow`` and
 ``invoke_node`` spans on it. adk-otel's tracer provider (``pipeline/provider.py``)
-hands ADK a :class:`NodeTracer` for that scope, which turns those calls into
-one lifecycle with the plugin's spans:
+hands ADK a :class:`NodeTracer` for that scope (registered as that scope's
+tracer by ``node_routing.py``: the pipeline never imports this module), which
+turns those calls into one lifecycle with the plugin's spans:
 
 * ADK's run span (``invoke_workflow <root>`` or the legacy ``invocation``)
   becomes a :class:`RunRoot`: a non-recording span that passes the caller's
@@ -54,6 +55,7 @@ from opentelemetry.util.types import AttributeValue
 
 from .. import semconv as sc
 from ..ledger.spans import Entry, Ledger
+from ..pipeline.routed_tracer import RoutedTracer
 from ..semconv import Outcome
 from . import keys
 
@@ -355,17 +357,15 @@ def adopt_tool(node: NodeSpan, tool_name: str, key: object) -> Entry | None:
     return node.entry
 
 
-class NodeTracer(trace.Tracer):
+class NodeTracer(RoutedTracer):
     """The tracer ADK's own spans are made with under adk-otel (see the module
     doc). Node spans of a run no plugin claimed, and every other span, pass
-    the parent's context through, as a switched-off scope would."""
+    the parent's context through, as a switched-off scope would. ``native``
+    (ADK's own spans kept) hands every call to ``sdk_tracer``, the SDK's."""
 
     def __init__(self, sdk_tracer: trace.Tracer, *, native: bool = False) -> None:
+        super().__init__(sdk_tracer, native=native)
         self._keys = itertools.count()
-        self.sdk_tracer = sdk_tracer
-        """The tracer the SDK made for ADK's scope."""
-        self.native = native
-        """True: every call goes to ``sdk_tracer`` (ADK's own spans kept)."""
 
     def start_span(
         self,

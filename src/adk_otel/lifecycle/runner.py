@@ -4,8 +4,10 @@ ADK gives no terminal hook when the task running an invocation is cancelled,
 and treats an early close of its generator as a clean end. The wrapper drives
 ADK's generator itself, so it sees both: it tells the plugin that the
 consumer is closing early (before ADK runs ``after_run``), closes ADK's
-generator at once instead of leaving it to garbage collection, and ends
-whatever the run left open with the right outcome.
+generator at once instead of leaving it to garbage collection (held in
+``contextlib.aclosing``, as ADK holds every generator it iterates, but closed
+in the run's own context), and ends whatever the run left open with the right
+outcome.
 
 Only attributes of the runner *instance* handed to ``instrument()`` are
 replaced (with ``wrapt`` function wrappers); ADK's classes and modules are
@@ -14,6 +16,7 @@ never touched. ``Runner.run()`` calls ``self.run_async`` and so is covered too.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import logging
 import types
@@ -94,39 +97,58 @@ def _in_context(context: contextvars.Context, awaitable: Any) -> Generator[Any, 
             value, error = None, exc
 
 
+class _ClosingInContext(contextlib.aclosing[AsyncGenerator[Any, None]]):
+    """``contextlib.aclosing`` whose close runs in the run's own context.
+
+    ADK holds every async generator it iterates in ``contextlib.aclosing`` (its
+    own tests check it), so that no generator is left suspended for the
+    garbage collector to close in some other context. This is that guarantee
+    for ADK's generator, with one difference: ``aclose()`` runs inside the
+    run's private context, where ADK attached its spans and context, so what
+    ADK detaches on close is detached in the context that attached it.
+    """
+
+    def __init__(self, generator: AsyncGenerator[Any, None], context: contextvars.Context) -> None:
+        super().__init__(generator)
+        self._generator = generator
+        self._context = context
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        # A no-op once the generator is exhausted or closed.
+        await _in_context(self._context, self._generator.aclose())
+
+
 async def _watched(inner: AsyncGenerator[Any, None]) -> AsyncGenerator[Any, None]:
     watch = RunWatch()
     context = contextvars.copy_context()
     context.run(CURRENT_WATCH.set, watch)
     outcome, reason, error = Outcome.INCOMPLETE, "no_after_run", None
     try:
-        while True:
+        # ADK's generator is closed when this block is left, however that
+        # happens (an exception thrown in at the yield included): the outcome
+        # is decided first, so the plugin knows it while ADK's close runs
+        # ``after_run``.
+        async with _ClosingInContext(inner, context) as events:
             try:
-                event = await _in_context(context, inner.__anext__())
-            except StopAsyncIteration:
-                break
-            yield event
-    except GeneratorExit:
-        watch.closing_early = True
-        outcome, reason = Outcome.INCOMPLETE, "consumer_closed"
-        await _in_context(context, inner.aclose())
-        raise
-    except BaseException as exc:  # re-raised unchanged, whatever it is
-        aborted = abort_reason(exc)
-        if aborted is not None:
-            outcome, reason = Outcome.CANCELLED, aborted
-        else:
-            outcome, reason, error = Outcome.ERROR, "run_failed", exc
-        raise
+                while True:
+                    try:
+                        event = await _in_context(context, events.__anext__())
+                    except StopAsyncIteration:
+                        break
+                    yield event
+            except GeneratorExit:
+                watch.closing_early = True
+                outcome, reason = Outcome.INCOMPLETE, "consumer_closed"
+                raise
+            except BaseException as exc:  # re-raised unchanged, whatever it is
+                aborted = abort_reason(exc)
+                if aborted is not None:
+                    outcome, reason = Outcome.CANCELLED, aborted
+                else:
+                    outcome, reason, error = Outcome.ERROR, "run_failed", exc
+                raise
     finally:
-        try:
-            # What ``contextlib.aclosing`` does, in the run's own context: ADK's
-            # generator is closed however this one ends (an exception thrown in
-            # at a yield included), never left to the garbage collector. A
-            # no-op once it is exhausted or closed.
-            await _in_context(context, inner.aclose())
-        finally:
-            watch.close_remaining(outcome, reason, error)
+        watch.close_remaining(outcome, reason, error)
 
 
 def _watch_call(

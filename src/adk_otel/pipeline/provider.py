@@ -14,7 +14,10 @@
 ADK also emits its own spans (scope ``gcp.vertex.agent``). By default they are
 switched off on the provider adk-otel uses, through the SDK's tracer
 configurator: ADK then gets non-recording spans that carry the parent context
-through, so the tree stays connected with one layer per operation. They are
+through, so the tree stays connected with one layer per operation. On the
+providers adk-otel builds or routes, ADK's scope is answered instead by the
+tracer registered for it in ``scope_tracers.py`` (the lifecycle's node tracer,
+which gives ADK's workflow nodes spans in adk-otel's tree). They are
 kept only when asked (``keep_adk_spans=True`` or ``ADK_OTEL_KEEP_ADK_SPANS=true``),
 under ADK's web/API server too: its dev UI is drawn from adk-otel's spans
 there (``integrations/devui.py``). The A2A SDK's internal spans (scope
@@ -39,12 +42,11 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter
 
-from ..lifecycle.nodes import NodeTracer
 from ..semconv import A2A_SDK_SCOPE, ADK_SCOPE, INSTRUMENTATION_SCOPE
 from ..util import env
 from ..util.redact import guarded
 from ..version import __version__
-from . import adk_scope, adopt
+from . import adk_scope, adopt, scope_tracers
 from .export import ExportingProcessor, batch_settings
 from .instance import with_instance_id
 from .otel_env import (
@@ -53,6 +55,7 @@ from .otel_env import (
     otlp_log_exporter_from_env,
     sampler_from_env,
 )
+from .routed_tracer import RoutedTracer
 
 logger: logging.Logger = guarded(logging.getLogger("adk_otel.pipeline"))
 
@@ -148,8 +151,9 @@ def built_logger_provider() -> Any:
 
 class AdkOtelTracerProvider(TracerProvider):
     """The SDK's tracer provider, except that ADK's own scope gets adk-otel's
-    :class:`~adk_otel.nodes.NodeTracer`: ADK's workflow node spans join the
-    run's tree and its duplicates of adk-otel's layers are not recorded.
+    node tracer (the tracer registered for that scope, ``scope_tracers.py``):
+    ADK's workflow node spans join the run's tree and its duplicates of
+    adk-otel's layers are not recorded.
 
     adk-otel builds one when no provider is installed. An application that
     builds its own provider makes this one (same arguments as the SDK's) to
@@ -160,7 +164,7 @@ class AdkOtelTracerProvider(TracerProvider):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._adk_node_tracer: NodeTracer | None = None
+        self._adk_node_tracer: RoutedTracer | None = None
         self._keep_adk_spans = False
 
     def keep_adk_spans(self, keep: bool) -> None:
@@ -182,15 +186,20 @@ class AdkOtelTracerProvider(TracerProvider):
         if instrumenting_module_name != ADK_SCOPE:
             return tracer
         if self._adk_node_tracer is None:
-            self._adk_node_tracer = NodeTracer(tracer, native=self._keep_adk_spans)
+            factory = scope_tracers.factory_for(ADK_SCOPE)
+            if factory is None:
+                return tracer  # nothing answers ADK's scope: the SDK's tracer
+            node_tracer = factory(tracer)
+            node_tracer.native = self._keep_adk_spans
+            self._adk_node_tracer = node_tracer
         return self._adk_node_tracer
 
 
 class _RoutedTracers(dict[Any, Any]):
     """An SDK provider's tracer cache that answers ADK's scope with adk-otel's
-    :class:`NodeTracer` (see :func:`route_adk_scope`)."""
+    node tracer (see :func:`route_adk_scope`)."""
 
-    def __init__(self, tracers: dict[Any, Any], node_tracer: NodeTracer) -> None:
+    def __init__(self, tracers: dict[Any, Any], node_tracer: RoutedTracer) -> None:
         super().__init__(tracers)
         self.node_tracer = node_tracer
         self.routing = True
@@ -207,7 +216,7 @@ class _RoutedTracers(dict[Any, Any]):
 
 
 def route_adk_scope(provider: TracerProvider, *, route: bool) -> bool:
-    """Give ADK's scope adk-otel's :class:`NodeTracer` on an SDK provider
+    """Give ADK's scope adk-otel's node tracer on an SDK provider
     adk-otel did not build (ADK's servers build their own; so may the
     application), as :class:`AdkOtelTracerProvider` does on its own: workflow
     nodes then get spans in adk-otel's tree. The SDK has no public way to
@@ -216,22 +225,26 @@ def route_adk_scope(provider: TracerProvider, *, route: bool) -> bool:
     processors). A tracer ADK obtained before this ran stays as it was (node
     spans are then missing, and the plugin says so once). ``route=False``
     (ADK's own spans kept) hands ADK the SDK's tracer again. Never raises;
-    False when the provider's cache is not the SDK's usual dict."""
+    False when the provider's cache is not the SDK's usual dict, or when no
+    tracer is registered for ADK's scope (``scope_tracers.py``)."""
     try:
         with provider._tracers_lock:
             tracers = provider._tracers
             if isinstance(tracers, _RoutedTracers):
                 tracers.routing = route
-                # A NodeTracer ADK already holds passes its calls on to the SDK's.
+                # A node tracer ADK already holds passes its calls on to the SDK's.
                 tracers.node_tracer.native = not route
                 return True
             if not route:
                 return False
             if type(tracers) is not dict:
                 return False
-        sdk_tracer = provider.get_tracer(ADK_SCOPE)
+        factory = scope_tracers.factory_for(ADK_SCOPE)
+        if factory is None:
+            return False
+        node_tracer = factory(provider.get_tracer(ADK_SCOPE))
         with provider._tracers_lock:
-            provider._tracers = _RoutedTracers(provider._tracers, NodeTracer(sdk_tracer))
+            provider._tracers = _RoutedTracers(provider._tracers, node_tracer)
         return True
     except Exception:
         logger.debug("adk-otel: routing ADK's scope failed", exc_info=True)
