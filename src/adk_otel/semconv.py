@@ -180,6 +180,9 @@ OI_CHAIN = "CHAIN"
 OI_AGENT = "AGENT"
 OI_LLM = "LLM"
 OI_TOOL = "TOOL"
+# The span form of evaluation results (``evaluate {case}``): Phoenix shows it
+# as an evaluator, MLflow as an EVALUATOR span (both UNKNOWN without it).
+OI_EVALUATOR = "EVALUATOR"
 # What Phoenix's trace list shows as a run's Input and Output (and MLflow reads
 # when it ingests OpenInference spans): written beside the GenAI attributes, under
 # content capture on spans only. docs/telemetry.md#content-capture.

@@ -339,6 +339,8 @@ async def test_scores_as_spans_for_backends_that_read_only_spans():
     else:
         assert evaluate.parent is None  # ADK 2.5: no traced run to put it under
     assert evaluate.attributes[sc.ADK_EVAL_CASE_ID] == "greeting"
+    # What Phoenix and MLflow show it as (an evaluator; UNKNOWN without it).
+    assert evaluate.attributes[sc.OPENINFERENCE_SPAN_KIND] == sc.OI_EVALUATOR
     names = Counter(
         (e.name, e.attributes[sc.GEN_AI_EVALUATION_NAME], e.attributes[sc.ADK_EVAL_SCOPE])
         for e in evaluate.events

@@ -13,10 +13,11 @@ For backends that read only spans (Jaeger, Tempo), ``as_spans=True`` (or
 ``ADK_OTEL_EVALUATIONS_AS_SPANS=true``) sends instead one small span per
 judged invocation, ``evaluate {eval case id}``, a child of the invocation span
 started after the fact, with one ``gen_ai.evaluation.result`` span event per
-result. That span begins after its parent ended: OpenTelemetry allows it and
-the viewers draw it under its parent, but it is the one adk-otel span that
-outlives its parent, which is why it is not the default. With no logger
-provider at all the span form is used.
+result (``openinference.span.kind=EVALUATOR``: Arize Phoenix and MLflow, which
+take no OTLP logs, show it as an evaluator). That span begins after its parent
+ended: OpenTelemetry allows it and the viewers draw it under its parent, but it
+is the one adk-otel span that outlives its parent, which is why it is not the
+default. With no logger provider at all the span form is used.
 """
 
 from __future__ import annotations
@@ -135,7 +136,8 @@ class Sender:
             parent = trace.set_span_in_context(trace.NonRecordingSpan(judged.span_context))
         case = labels.get(sc.ADK_EVAL_CASE_ID)
         name = f"evaluate {case}" if case else "evaluate"
-        span = self._tracer(settings).start_span(name, context=parent, attributes=dict(labels))
+        attributes = {**labels, sc.OPENINFERENCE_SPAN_KIND: sc.OI_EVALUATOR}
+        span = self._tracer(settings).start_span(name, context=parent, attributes=attributes)
         try:
             for record in records:
                 span.add_event(sc.GEN_AI_EVALUATION_RESULT_EVENT, attributes=dict(record))
