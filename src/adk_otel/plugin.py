@@ -661,8 +661,15 @@ class AdkOtelPlugin(BasePlugin):
         report (``pipeline/shutdown.py``). ``Runner.close()`` calls this, and ADK's
         servers close every runner when the app shuts down: the last moment
         before a server process dies by SIGTERM, with no ``atexit``."""
-        ending = functools.partial(self._end_on_close, self._sharing.take_closing())
-        await teardown.close(self._ledger_instance, self._runs, ending, self._options.telemetry)
+        manager = self._sharing.take_closing()
+        ending = functools.partial(self._end_on_close, manager)
+        # A Runner closing while another Runner sharing the plugin stays open
+        # (ADK's eval closes one per case): the process goes on, so no flush,
+        # which would wait on an exporter for every case; the last close flushes.
+        flush = manager is None or self._sharing.open_count() == 0
+        await teardown.close(
+            self._ledger_instance, self._runs, ending, self._options.telemetry, flush=flush
+        )
 
     def _end_on_close(self, manager: Any) -> int:
         """At ``close()``: end the runs of the Runner closing (``manager``,

@@ -211,3 +211,23 @@ async def test_uninstrument_takes_the_witness_out_too(recorder):
     ]
     adk_otel.uninstrument(runner)
     assert runner.plugin_manager.plugins == []
+
+
+async def test_only_the_last_runner_to_close_flushes_and_reports(recorder, caplog):
+    """ADK's eval closes a Runner per case while others run on: each close
+    waiting on the exporter (and reporting spans of runs still going as not
+    exported) would be wrong; the process goes on, and the last close flushes."""
+    app = App(name="shop", root_agent=clerk(), plugins=[adk_otel.AdkOtelPlugin()])
+    first, second = _runners(app, 2)
+    assert (await drive(first, "a")).error is None
+    assert (await drive(second, "b")).error is None
+    caplog.set_level("INFO", logger="adk_otel.pipeline")
+
+    def reports() -> list[str]:
+        return [r.getMessage() for r in caplog.records if "shutdown:" in r.getMessage()]
+
+    await first.close()
+    assert reports() == []
+    await second.close()
+    assert len(reports()) == 1
+    assert_clean(recorder, caplog.records)

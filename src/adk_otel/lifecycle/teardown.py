@@ -51,16 +51,18 @@ async def close(
     runs: Runs,
     end_open_spans: Callable[[], int],
     settings: TelemetrySettings,
+    *,
+    flush: bool = True,
 ) -> None:
     """Let cancelled runs end, end what is still open (``end_open_spans``
     returns how many it ended: a Runner sharing the plugin ends only its own,
-    see lifecycle/sharing.py), then flush the tracer provider, bounded, and report what
-    was exported and what was not (pipeline/shutdown.py): spans ended by now are
-    counted, later ones are not."""
+    see lifecycle/sharing.py), then, with ``flush``, flush the tracer provider,
+    bounded, and report what was exported and what was not (pipeline/shutdown.py):
+    spans ended by now are counted, later ones are not."""
     started = time.monotonic()
     await _let_cancelled_runs_end(runs)
     cut_off = end_open_spans()
-    if ledger is None:
+    if ledger is None or not flush:
         return
     provider = options.provider(settings)
     spent = time.monotonic() - started
