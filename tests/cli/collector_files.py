@@ -107,3 +107,24 @@ def write_rotated(directory: Path, name: str, fmt: str, requests: Sequence[Any])
         path.write_bytes(file_bytes(fmt, chunk) if chunk else b"")
         paths.append(path)
     return paths
+
+
+def logs_lines(requests: Sequence[Any]) -> bytes:
+    """``ExportLogsServiceRequest`` s as the file exporter's ``format: json``
+    writes a logs pipeline's batches: OTLP JSON, one per line, hex ids."""
+    import base64
+    import json
+
+    from google.protobuf import json_format
+
+    lines = []
+    for request in requests:
+        document = json_format.MessageToDict(request)
+        for resource in document.get("resourceLogs", []):
+            for scope in resource.get("scopeLogs", []):
+                for record in scope.get("logRecords", []):
+                    for key in ("traceId", "spanId"):
+                        if key in record:
+                            record[key] = base64.b64decode(record[key]).hex()
+        lines.append(json.dumps(document).encode() + b"\n")
+    return b"".join(lines)

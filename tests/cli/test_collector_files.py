@@ -5,14 +5,23 @@ from __future__ import annotations
 
 import gzip
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import jsonschema
 import pytest
+import yaml
+from opentelemetry import trace
+from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
+from opentelemetry.sdk.resources import Resource
 
+from adk_otel import semconv as sc
 from adk_otel.cli.main import main
+from adk_otel.testing.receiver import OtlpReceiver
 from adk_otel.traces.io.files import read_records
 from adk_otel.traces.io.otlp_json import iter_text_documents
 
@@ -22,6 +31,7 @@ from .collector_files import (
     file_bytes,
     json_messages,
     length_prefixed,
+    logs_lines,
     proto_messages,
     write_rotated,
     zstd_frame,
@@ -420,3 +430,108 @@ def test_help_names_the_inputs_filters_and_json_output(capsys) -> None:
             assert text in out, (command, text)
         assert "pip install 'adk-otel[zstd]'" in out
         assert "a directory" in out and "glob" in out
+
+
+# -- the stack's logs file beside its traces file --------------------------------------
+
+
+def _stack_files() -> tuple[str, str]:
+    """The file names the stack's collector writes traces and logs to, in the
+    one bind-mounted folder (checked against compose in tests/stack)."""
+    config = yaml.safe_load(
+        (Path(__file__).parents[2] / "collector-config" / "otel-collector.yaml").read_text()
+    )
+    pipelines, exporters = config["service"]["pipelines"], config["exporters"]
+
+    def file_path(pipeline: str) -> Path:
+        (name,) = [e for e in pipelines[pipeline]["exporters"] if e.split("/")[0] == "file"]
+        assert exporters[name].get("format", "json") == "json"
+        return Path(exporters[name]["path"])
+
+    traces, logs = file_path("traces/file"), file_path("logs")
+    assert traces.parent == logs.parent and traces != logs
+    return traces.name, logs.name
+
+
+def _scores_exported(exported: Exported, receiver: OtlpReceiver, padding: int = 0) -> None:
+    """A ``gen_ai.evaluation.result`` log record for each shop run, in its
+    invocation span's context, exported by the SDK over OTLP/HTTP as adk-otel
+    sends one (``padding``: that many more records of another event each)."""
+    provider = LoggerProvider(resource=Resource.create({"service.name": "shop"}))
+    base = receiver.http_endpoint.rsplit("/v1/", 1)[0]
+    provider.add_log_record_processor(
+        BatchLogRecordProcessor(OTLPLogExporter(endpoint=f"{base}/v1/logs", timeout=5))
+    )
+    logger = provider.get_logger(sc.INSTRUMENTATION_SCOPE)
+    runs = [r for r in exported.records if r.adk_kind == "invocation" and r.service == "shop"]
+    for number, run in enumerate(runs):
+        context = trace.set_span_in_context(
+            trace.NonRecordingSpan(
+                trace.SpanContext(int(run.trace_id, 16), int(run.span_id, 16), is_remote=False)
+            )
+        )
+        attributes = {
+            sc.GEN_AI_EVALUATION_NAME: "response_match_score",
+            sc.GEN_AI_EVALUATION_SCORE_VALUE: 1.0 - number / 2,
+            sc.GEN_AI_EVALUATION_SCORE_LABEL: "pass" if number == 0 else "fail",
+            sc.ADK_EVAL_SCOPE: "case",
+            sc.ADK_EVAL_CASE_ID: f"case-{number}",
+        }
+        logger.emit(
+            context=context, event_name=sc.GEN_AI_EVALUATION_RESULT_EVENT, attributes=attributes
+        )
+        for _ in range(padding):
+            logger.emit(context=context, event_name="other", body="x" * 1000)
+    provider.shutdown()
+
+
+@pytest.fixture(scope="module")
+def stack_output(exported: Exported, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The stack's output folder after two shop runs and their scores: the
+    traces file and, beside it, the logs file, named as the collector config
+    names them (plus 1.5 MiB of other log records, to read past)."""
+    folder = tmp_path_factory.mktemp("otel-output")
+    traces_name, logs_name = _stack_files()
+    (folder / traces_name).write_bytes(file_bytes("json", exported.requests))
+    with OtlpReceiver() as receiver:
+        _scores_exported(exported, receiver, padding=750)
+        (folder / logs_name).write_bytes(logs_lines(receiver.log_requests))
+    return folder
+
+
+def test_the_cli_reads_the_stacks_logs_file_beside_its_traces(capsys, stack_output) -> None:
+    code, out, err = run_cli(capsys, "tree", str(stack_output), "--no-color")
+    assert (code, err) == (0, "")
+    scores = [line.strip("│ ") for line in out.splitlines() if "score " in line]
+    assert sorted(scores) == [
+        "score response_match_score 0.5 fail (case of case-1)",
+        "score response_match_score 1 pass (case of case-0)",
+    ]
+    code, out, err = run_cli(capsys, "summarize", str(stack_output), "--format", "json")
+    assert (code, err) == (0, "")
+    (shop,) = [g for g in json.loads(out)["groups"] if g["label"] == "shop"]
+    (metric,) = shop["evaluations"]
+    assert (metric["passed"], metric["failed"]) == (1, 1)
+
+
+def test_a_logs_file_of_any_size_is_data_not_input_without_spans(
+    capsys, stack_output, tmp_path
+) -> None:
+    """The limit on input without a span is for blank space and empty
+    documents; a logs file's records are another signal's data, read past."""
+    _, logs_name = _stack_files()
+    assert (stack_output / logs_name).stat().st_size > 1 << 20
+    code, out, err = run_cli(
+        capsys, "summarize", str(stack_output), "--format", "json", "--max-without-spans-mb", "1"
+    )
+    assert (code, err) == (0, "")
+    (shop,) = [g for g in json.loads(out)["groups"] if g["label"] == "shop"]
+    assert shop["evaluations"][0]["results"] == 2
+    # Empty log documents, padded, still count against it.
+    padded = tmp_path / "padded"
+    shutil.copytree(stack_output, padded)
+    line = b'{"resourceLogs": [], "padding": "' + b"p" * 4000 + b'"}\n'
+    (padded / logs_name).write_bytes(line * 400)
+    code, _, err = run_cli(capsys, "summarize", str(padded), "--max-without-spans-mb", "1")
+    assert code == 2
+    assert "no span in more than 1 MiB of input from the start" in err

@@ -91,6 +91,16 @@ class Turns:
         return step
 
 
+class Careless(Turns):
+    """A worse release: still calls the tool, then answers off the point."""
+
+    def __call__(self, request: LlmRequest) -> Step:
+        step = super().__call__(request)
+        if step.parts and step.parts[0].text in ("in stock", "out of stock"):
+            return reply("let me check on that later")
+        return step
+
+
 def agent(turns: Turns | None = None) -> LlmAgent:
     model = ScriptedModel(choose=turns or Turns())
     return LlmAgent(name="clerk", model=model, tools=[lookup])

@@ -15,7 +15,6 @@ import base64
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
 import jsonschema
 import pytest
@@ -27,7 +26,6 @@ from adk_otel import semconv as sc
 from adk_otel.cli.main import main
 from adk_otel.evaluations import TracedLocalEvalService
 from adk_otel.testing.capture import TraceCapture
-from adk_otel.testing.model import Step, reply
 from adk_otel.traces.io.files import iter_records
 
 from . import evalkit as kit
@@ -44,16 +42,6 @@ CASES = {
     "expects-in-stock": kit.STANDARD["expects-in-stock"],
 }
 MATCH = "response_match_score"
-
-
-class Careless(kit.Turns):
-    """The candidate release: still calls the tool, then answers off the point."""
-
-    def __call__(self, request: Any) -> Step:
-        step = super().__call__(request)
-        if step.parts and step.parts[0].text in ("in stock", "out of stock"):
-            return reply("let me check on that later")
-        return step
 
 
 async def _eval_run(folder: Path, turns: kit.Turns) -> None:
@@ -90,7 +78,7 @@ def _logs_line(capture: TraceCapture) -> str:
 @pytest.fixture(scope="module")
 def eval_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("evals")
-    runs = {"baseline": kit.Turns(), "again": kit.Turns(), "careless": Careless()}
+    runs = {"baseline": kit.Turns(), "again": kit.Turns(), "careless": kit.Careless()}
     for name, turns in runs.items():
         asyncio.run(_eval_run(root / name, turns))
     return {name: root / name for name in runs}

@@ -53,7 +53,7 @@ def test_everything_used_is_defined_and_everything_defined_is_used(
         used = {component for pipeline in pipelines.values() for component in pipeline[kind]}
         assert used == set(collector_config[kind]), kind
     assert set(collector_config["service"]["extensions"]) == set(collector_config["extensions"])
-    assert set(pipelines) == {"traces", "traces/file"}
+    assert set(pipelines) == {"traces", "traces/file", "logs"}
 
 
 def test_component_names_are_accepted_by_the_pinned_release(
@@ -87,6 +87,26 @@ def test_tail_sampling_always_keeps_errors(collector_config: dict[str, Any]) -> 
 def test_the_file_pipeline_is_unsampled(pipelines: dict[str, dict[str, list[str]]]) -> None:
     assert "tail_sampling" not in pipelines["traces/file"]["processors"]
     assert pipelines["traces/file"]["exporters"] == ["file"]
+
+
+def test_the_logs_pipeline_writes_a_logs_file_beside_the_traces(
+    collector_config: dict[str, Any],
+    pipelines: dict[str, dict[str, list[str]]],
+    compose: dict[str, Any],
+) -> None:
+    """adk-otel's log records (evaluation results, details events) reach a
+    file in the bind-mounted output folder, beside the traces, where the CLI
+    reads both (tests/cli/test_collector_files.py reads that layout)."""
+    logs = pipelines["logs"]
+    assert logs["receivers"] == ["otlp"]
+    assert logs["processors"] == ["memory_limiter", "batch"]  # unsampled, as traces/file
+    assert logs["exporters"] == ["file/logs", "debug"]
+    exporters = collector_config["exporters"]
+    logs_file, traces_file = exporters["file/logs"]["path"], exporters["file"]["path"]
+    assert logs_file == "/otel-output/logs.json"
+    assert logs_file.rsplit("/", 1)[0] == traces_file.rsplit("/", 1)[0]
+    assert exporters["file/logs"].get("format", "json") == "json"
+    assert "./otel-output:/otel-output" in compose["services"]["otel-collector"]["volumes"]
 
 
 def test_receivers_listen_on_all_interfaces_on_the_published_ports(

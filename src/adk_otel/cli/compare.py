@@ -9,7 +9,8 @@
     adk-otel compare main-traces/ pr-traces/ --fail-on any --format markdown
 
 A side is anything ``tree`` reads (files, a directory, a quoted glob, ``-``
-for stdin on one side) or a summary file. Exit codes: 0 no gate tripped,
+for stdin on one side; ADK's eval set result files among them, joined to
+their runs by invocation id) or a summary file. Exit codes: 0 no gate tripped,
 1 a gate tripped (the report says which and why), 2 unusable input.
 """
 

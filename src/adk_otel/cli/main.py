@@ -18,6 +18,11 @@ their bytes, not their names; zstd needs ``pip install 'adk-otel[zstd]'``
 before Python 3.14). Give several FILEs, a directory (every file in it:
 a rotated set) or a quoted glob pattern; their spans are merged into traces.
 JSON Lines and protobuf are read as a stream (memory holds the spans kept).
+ADK's eval set result files (what ``adk eval`` saves in the agent's
+``.adk/eval_history/``) among the FILEs are told by their bytes and read as
+evaluation results, each joined to the run with its ADK invocation id:
+``tree`` prints the scores under their runs, ``summarize`` and ``compare``
+count them (one JSON document a file, within ``--max-document-mb``).
 Filters keep whole traces: ``--trace-id ID`` that trace; ``--service NAME``
 every trace with a span of that service (the resource's service.name), all
 its services' spans included. Repeat one to allow several values; given
@@ -82,7 +87,7 @@ from pathlib import Path
 from typing import Any
 
 from ..traces.expect import parse_tree, render_expected, tree_mismatch, unknown_key
-from ..traces.io import evaluations
+from ..traces.io import eval_set_results, evaluations
 from ..traces.io.files import expand, read_records, read_traces
 from ..traces.io.limits import NAMES, ReadLimits, flag_name, over, parse_mib
 from ..traces.io.model import Forest, SpanRecord
@@ -298,8 +303,9 @@ def run_check(records: list[SpanRecord], spec: Mapping[str, Any]) -> tuple[int, 
 _TRACE_ID = re.compile(r"[0-9a-f]{32}")
 
 
-def _read(args: argparse.Namespace) -> list[SpanRecord]:
-    """The spans of every FILE, only the traces the filters keep."""
+def _read(args: argparse.Namespace, files: Sequence[str]) -> list[SpanRecord]:
+    """The spans of ``files`` (the trace files among the FILEs), only the
+    traces the filters keep."""
     trace_ids = {value.lower() for value in args.trace_id or ()}
     for value in trace_ids:
         if not _TRACE_ID.fullmatch(value):
@@ -307,7 +313,7 @@ def _read(args: argparse.Namespace) -> list[SpanRecord]:
     services = set(args.service or ())
     limits = read_limits(args)
     if not trace_ids and not services:
-        return read_records(args.files, limits=limits)
+        return read_records(files, limits=limits)
     read = 0
 
     def keep(record: SpanRecord) -> bool:
@@ -318,9 +324,9 @@ def _read(args: argparse.Namespace) -> list[SpanRecord]:
         )
 
     if services:  # whole traces, as a trace search by service finds them
-        records = read_traces(args.files, keep, trace_ids or None, limits=limits)
+        records = read_traces(files, keep, trace_ids or None, limits=limits)
     else:
-        records = read_records(args.files, keep, limits=limits)
+        records = read_records(files, keep, limits=limits)
     if not records:
         raise UsageError(f"no span matches {_filters(args)} ({read} spans read)")
     return records
@@ -349,16 +355,32 @@ def _json(document: object) -> str:
 def cmd_tree(args: argparse.Namespace) -> tuple[int, str]:
     if args.normalized and args.format == "json":
         raise UsageError("--normalized is a text form; use it without --format json")
-    forest = Forest(_read(args))
+    files, result_files = eval_set_results.split_inputs(args.files)
+    forest = Forest(_read(args, files))
     if args.format == "json":
         return EXIT_OK, _json(forest_json(forest))
     _say_duplicates(forest)
     if args.normalized:
         return EXIT_OK, render_normalized(forest)
-    scores = evaluations.from_span_records(forest.records) + evaluations.read_files(
-        expand(args.files)
-    )
+    scores = evaluations.from_span_records(forest.records) + evaluations.read_files(expand(files))
+    if result_files:
+        from_adk = eval_set_results.join(
+            eval_set_results.read(result_files, limits=read_limits(args)), forest.records
+        )
+        scores += from_adk
+        _say_unjoined(sum(result.trace_id is None for result in from_adk), args)
     return EXIT_OK, render_tree(forest, color=use_colour(args.color), evaluations=scores) + "\n"
+
+
+def _say_unjoined(count: int, args: argparse.Namespace) -> None:
+    """One line on stderr: eval results whose run is not in the input (none
+    is missed when filters left runs out on purpose)."""
+    if count and not args.trace_id and not args.service and sys.stderr is not None:
+        print(
+            f"{PROG}: {count} eval results not shown: their runs (ADK invocation ids)"
+            " are not in the traces read",
+            file=sys.stderr,
+        )
 
 
 def _say_duplicates(forest: Forest) -> None:
@@ -377,7 +399,8 @@ def cmd_check(args: argparse.Namespace) -> tuple[int, str]:
         run_check([], spec)  # a malformed spec is reported whatever the traces hold
     except SpecError as exc:
         raise UsageError(f"{args.expect}: {exc}") from None
-    records = _read(args)
+    files, _ = eval_set_results.split_inputs(args.files)  # check reads the spans only
+    records = _read(args, files)
     checked, failures, extra = run_check(records, spec)
     forest = Forest(records)
     code = EXIT_FAILED if failures else EXIT_OK

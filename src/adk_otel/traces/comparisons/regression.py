@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..io import evaluations
+from ..io import eval_set_results, evaluations
 from ..io.files import expand, iter_records
 from ..io.limits import ReadLimits
 from ..io.model import as_records
@@ -43,19 +43,31 @@ def summarize_files(
     that order are read once more, holding every run's numbers to the end.
     Stdin cannot be read twice, so it is read that second way from the start.
     Evaluation results are read too: the log records in the same files (OTLP
-    JSON, as ``tree`` reads them) and the span form in the spans."""
+    JSON, as ``tree`` reads them), the span form in the spans, and ADK's eval
+    set result files among the inputs (``adk eval``'s: read first, each within
+    the document limit, and joined to their runs by invocation id)."""
     source = " ".join(arguments)
-    results = _log_results(arguments)
-    if "-" not in arguments:
+    traces, result_files = eval_set_results.split_inputs(arguments)
+    from_adk = eval_set_results.read(result_files, limits=limits)
+    if "-" not in traces:
         try:
-            records = iter_records(arguments, limits=limits)
-            return _with_runs(
-                summarize(records, group_by, source, in_order=True, evaluations=results)
+            records = iter_records(traces, limits=limits)
+            summary = summarize(
+                records,
+                group_by,
+                source,
+                in_order=True,
+                evaluations=_log_results(traces),
+                eval_set_results=from_adk,
             )
+            return _with_runs(summary)
         except OutOfOrder:
             pass
-    records = iter_records(arguments, limits=limits)
-    return _with_runs(summarize(records, group_by, source, evaluations=_log_results(arguments)))
+    records = iter_records(traces, limits=limits)
+    summary = summarize(
+        records, group_by, source, evaluations=_log_results(traces), eval_set_results=from_adk
+    )
+    return _with_runs(summary)
 
 
 def _log_results(arguments: Sequence[str]) -> Iterator[evaluations.EvaluationResult]:

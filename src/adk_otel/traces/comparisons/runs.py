@@ -22,13 +22,13 @@ in the stream, after the run it judges.
 from __future__ import annotations
 
 from collections import Counter, OrderedDict
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ... import semconv as sc
 from ..io.evaluations import EvaluationResult, from_span_records
-from ..io.model import SpanRecord
+from ..io.model import SpanRecord, is_invocation
 from .eval_summary import CaseKey, CaseTally, MetricSummary, add_to_tally, case_results
 from .stats import Distribution
 
@@ -190,8 +190,12 @@ def error_category(record: SpanRecord) -> str | None:
     return str(error) if error else "error"
 
 
-def _attribute(record: SpanRecord, name: str) -> str:
+def _attribute(record: SpanRecord, name: str, joined: Mapping[str, Any] | None = None) -> str:
+    """The span's attribute, else its resource's, else the label the run's
+    eval results give it (``joined``: ``adk.eval.set.id`` and the like)."""
     value = record.attributes.get(name, record.resource.get(name))
+    if value is None and joined is not None:
+        value = joined.get(name)
     return NONE if value is None else str(value)
 
 
@@ -213,17 +217,6 @@ def _int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
-def is_invocation(record: SpanRecord) -> bool:
-    """adk-otel's invocation span: ADK's own ``invoke_workflow`` spans (kept with
-    ``keep_adk_spans``) share the operation name but are not runs of their own."""
-    if record.adk_kind == "invocation":
-        return True
-    return (
-        record.scope == sc.INSTRUMENTATION_SCOPE
-        and record.attributes.get(sc.GEN_AI_OPERATION_NAME) == sc.OP_INVOKE_WORKFLOW
-    )
-
-
 class OutOfOrder(Exception):
     """A run's span came after its invocation span (``summarize(in_order=True)``)."""
 
@@ -235,6 +228,7 @@ def summarize(
     *,
     in_order: bool = False,
     evaluations: Iterable[EvaluationResult] = (),
+    eval_set_results: Iterable[EvaluationResult] = (),
 ) -> Summary:
     """Fold a stream of span records into a :class:`Summary`.
 
@@ -242,6 +236,14 @@ def summarize(
     once the records are; the span form is read from the stream. Each case
     result counts in the group of the run it judges (its trace and span id:
     the invocation span's).
+
+    ``eval_set_results``: results naming their run by ADK's invocation id
+    instead (read from ADK's eval set result files, ``adk eval``'s), iterated
+    before the records: each joins the invocation span with that
+    ``adk.invocation.id``, which also takes the eval set and case ids (and the
+    invocation's index) they give as attributes for ``group_by`` where the span
+    has none. A case result already read in the log or span form (same run,
+    metric and case) counts once.
 
     ``in_order``: the input holds each run's spans before its invocation span
     (the order every exporter writes them in, as a span ends after its
@@ -259,6 +261,8 @@ def summarize(
     judged: dict[int, GroupKey] = {}  # an invocation span's (trace id, span id) hashed
     keys: dict[GroupKey, GroupKey] = {}
     results: list[EvaluationResult] = []  # the span form, as the stream brings it
+    by_id, labels = _by_invocation(eval_set_results)
+    runs_of: dict[str, tuple[str, str]] = {}  # invocation id -> its invocation span's key
     for record in records:
         identity = hash(record.key)
         if identity in seen:
@@ -275,9 +279,12 @@ def summarize(
                 raise OutOfOrder("an invocation span seen twice")
             run = runs.setdefault(key, _Run())
             app = record.attributes.get(sc.ADK_APP_NAME) or record.name.split(" ", 1)[-1]
+            joined = labels.get(str(invocation_id)) if labels else None
+            if joined is not None:
+                runs_of.setdefault(str(invocation_id), record.key)
             group = (
                 ("adk.app.name", str(app)),
-                *((name, _attribute(record, name)) for name in group_by),
+                *((name, _attribute(record, name, joined)) for name in group_by),
             )
             run.group = keys.setdefault(group, group)  # one key object per group
             run.outcome = record.outcome or _status_outcome(record)
@@ -318,6 +325,7 @@ def summarize(
             continue
         _fold(summary.groups.setdefault(run.group, GroupSummary()), run)
     # The log form last: read only once the spans were (their reader bounds the files).
+    counted: set[int] = set()
     for result in [*results, *case_results(evaluations)]:
         judging = judged.get(hash((result.trace_id, result.span_id)))
         if judging is None or result.trace_id is None or judging not in summary.groups:
@@ -325,7 +333,53 @@ def summarize(
             continue
         summary.groups[judging].metric(result.name).add(result)
         add_to_tally(summary.eval_cases, result)
+        counted.add(_identity(result))
+    for invocation, found in by_id.items():
+        span_key = runs_of.get(invocation)
+        for result in found:
+            judging = judged.get(hash(span_key)) if span_key is not None else None
+            if span_key is None or judging is None or judging not in summary.groups:
+                summary.unattached_evaluations += 1
+                continue
+            result = replace(result, trace_id=span_key[0], span_id=span_key[1])
+            if _identity(result) in counted:
+                continue  # also read from the log records or the span form
+            summary.groups[judging].metric(result.name).add(result)
+            add_to_tally(summary.eval_cases, result)
     return summary
+
+
+def _by_invocation(
+    results: Iterable[EvaluationResult],
+) -> tuple[dict[str, list[EvaluationResult]], dict[str, dict[str, Any]]]:
+    """Case results by the ADK invocation id they name (the case's last
+    invocation), and the labels each invocation id gets from its results."""
+    by_id: dict[str, list[EvaluationResult]] = {}
+    labels: dict[str, dict[str, Any]] = {}
+    unnamed: list[EvaluationResult] = []
+    for result in results:
+        invocation = result.attributes.get(sc.ADK_INVOCATION_ID)
+        if not isinstance(invocation, str) or not invocation:
+            unnamed += case_results([result])
+            continue
+        label = labels.setdefault(invocation, {})
+        for name, value in (
+            (sc.ADK_EVAL_SET_ID, result.eval_set_id),
+            (sc.ADK_EVAL_CASE_ID, result.eval_case_id),
+            (sc.ADK_EVAL_INVOCATION_INDEX, result.index if result.scope == "invocation" else None),
+        ):
+            if value is not None:
+                label.setdefault(name, value)
+        if result.scope == "case":
+            by_id.setdefault(invocation, []).append(result)
+    if unnamed:  # no run named: counted as unattached
+        by_id[""] = unnamed
+    return by_id, labels
+
+
+def _identity(result: EvaluationResult) -> int:
+    """One case result of one metric for one run, however it was read."""
+    return hash((result.trace_id, result.span_id, result.name, result.eval_case_id, result.scope))
 
 
 def _status_outcome(record: SpanRecord) -> str:

@@ -41,6 +41,7 @@ from .model import SpanRecord
 from .otlp_json import (
     OtlpJsonError,
     document_records,
+    holds_other_signal,
     iter_text_documents,
     loads_spans,
     not_text,
@@ -254,6 +255,8 @@ def _stream_records(
                 yield found
             if spans:
                 spanless.spans(lines.consumed)
+            elif holds_other_signal(document):
+                spanless.other_signal(lines.consumed)
             else:
                 spanless.check(lines.consumed)
 

@@ -32,8 +32,10 @@ class ReadLimits:
     """What one gzip or zstd file (or stdin) may inflate to in all."""
     without_spans: int = 64 * MIB
     """Input read without finding a single span before giving up (blank
-    lines, empty messages, metrics or logs only); each document or message
-    counts at least 1 KiB."""
+    lines, empty documents or messages, padding); each document or message
+    counts at least 1 KiB. JSON documents holding log records or metrics are
+    another signal's data, not input without any: a collector's logs file is
+    read beside its traces whatever its size."""
     spec: int = 1 * MIB
     """The YAML spec of ``adk-otel check``."""
 

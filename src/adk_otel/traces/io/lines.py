@@ -48,6 +48,13 @@ class Spanless:
         self._units = 0
         self._spans_seen = True
 
+    def other_signal(self, consumed: int) -> None:
+        """A document of another signal's data (log records, metrics) ended at
+        ``consumed``: data, as a span is, not input without any (a collector's
+        logs file read beside its traces file holds nothing else)."""
+        self._mark = consumed
+        self._units = 0
+
     def check(self, consumed: int) -> None:
         """At the end of a document or message that held no span."""
         self._units += 1

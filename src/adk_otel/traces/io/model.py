@@ -181,6 +181,18 @@ class SpanRecord:
         ]
 
 
+def is_invocation(record: SpanRecord) -> bool:
+    """adk-otel's invocation span (one run): ADK's own ``invoke_workflow`` spans
+    (kept with ``keep_adk_spans``) share the operation name but are not runs of
+    their own."""
+    if record.adk_kind == "invocation":
+        return True
+    return (
+        record.scope == sc.INSTRUMENTATION_SCOPE
+        and record.attributes.get(sc.GEN_AI_OPERATION_NAME) == sc.OP_INVOKE_WORKFLOW
+    )
+
+
 def _enum_name(names: tuple[str, ...], value: int) -> str:
     return names[value] if 0 <= value < len(names) else str(value)
 

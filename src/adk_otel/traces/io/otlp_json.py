@@ -156,6 +156,27 @@ def document_records(document: Any, where: str) -> list[SpanRecord] | None:
         raise OtlpJsonError(f"{where}: not valid OTLP JSON ({exc})") from None
 
 
+_SIGNAL_ITEMS = {
+    "resourceLogs": ("scopeLogs", "logRecords"),
+    "resourceMetrics": ("scopeMetrics", "metrics"),
+}
+
+
+def holds_other_signal(document: Any) -> bool:
+    """Whether a parsed document holds log records or metrics (not spans):
+    another signal's data, as a collector writes its logs or metrics file."""
+    if not isinstance(document, dict):
+        return False
+    for key, (scopes, items) in _SIGNAL_ITEMS.items():
+        resources = document.get(key)
+        for resource in resources if isinstance(resources, list) else ():
+            found = resource.get(scopes) if isinstance(resource, dict) else None
+            for scope in found if isinstance(found, list) else ():
+                if isinstance(scope, dict) and isinstance(scope.get(items), list) and scope[items]:
+                    return True
+    return False
+
+
 def iter_text_documents(
     lines: Iterable[bytes | str], source: str, *, max_document: int | None = None
 ) -> Iterator[tuple[str, Any]]:
