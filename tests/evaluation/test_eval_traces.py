@@ -189,16 +189,17 @@ async def test_cases_ending_at_different_times_leave_no_trace_cut_short():
     plugin = adk_otel.AdkOtelPlugin(tracer_provider=telemetry.tracer_provider)
     service = TracedLocalEvalService(root, kit.eval_set(kit.STANDARD), **kit.app_with(plugin, root))
 
-    async def release_when_held() -> None:
-        await started.wait()  # both "hello" turns held; the other two cases end meanwhile
-        gate.set()
-
-    releaser = asyncio.create_task(release_when_held())
     request = InferenceRequest(
         app_name=kit.APP, eval_set_id=kit.SET, inference_config=InferenceConfig()
     )
-    finished_first = [r.eval_case_id async for r in service.perform_inference(request)]
-    await releaser
+    finished_first: list[str] = []
+    async for result in service.perform_inference(request):
+        finished_first.append(result.eval_case_id)
+        if len(finished_first) == 2:
+            # The other two cases ended (their Runners closed the shared
+            # plugin) while both "hello" turns are held: only now let them go.
+            await started.wait()
+            gate.set()
     assert set(finished_first[:2]) == {"expects-in-stock", "no-tool-expected"}
     if not kit.APP_PLUGINS_IN_EVAL:
         assert not telemetry.finished()  # ADK 2.5 runs no App plugin in an eval
