@@ -50,18 +50,15 @@ from opentelemetry import trace
 from . import semconv as sc
 from .integrations import eval_runs
 from .integrations.eval_events import Record, Sender
+from .traces.io.evaluations import NOT_EVALUATED, rubric_explanation
 from .util.redact import guarded
 from .util.sanitize import attributes as clean
 
 logger: logging.Logger = guarded(logging.getLogger(__name__))
 
-NOT_EVALUATED = "not_evaluated"
-"""``error.type`` of a metric ADK could not evaluate (the evaluator raised,
-or it produced nothing); ADK logs the exception, its results do not carry it."""
 INFERENCE_FAILED = "inference_failed"
 """``error.type`` of each metric of a case whose inference failed."""
 _LABELS = {"PASSED": "pass", "FAILED": "fail"}
-MAX_EXPLANATION = 4096
 
 
 def _status(value: Any) -> str:
@@ -80,17 +77,14 @@ def _threshold(result: Any) -> float | None:
 def _explanation(result: Any) -> str | None:
     details = getattr(result, "details", None)
     rubrics = getattr(details, "rubric_scores", None) or ()
-    lines = []
-    for rubric in rubrics:
-        score = getattr(rubric, "score", None)
-        verdict = "n/a" if score is None else ("yes" if score >= 1 else "no")
-        line = f"{getattr(rubric, 'rubric_id', '?')}: {verdict}"
-        rationale = getattr(rubric, "rationale", None)
-        if rationale:
-            line += f" ({rationale})"
-        lines.append(line)
-    text = "\n".join(lines)
-    return text[:MAX_EXPLANATION] if text else None
+    return rubric_explanation(
+        (
+            getattr(rubric, "rubric_id", "?"),
+            getattr(rubric, "score", None),
+            getattr(rubric, "rationale", None),
+        )
+        for rubric in rubrics
+    )
 
 
 def result_record(metric_result: Any, scope: str, index: int | None) -> dict[str, Any]:

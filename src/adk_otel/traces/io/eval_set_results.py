@@ -32,7 +32,7 @@ from dataclasses import replace
 from typing import Any
 
 from ... import semconv as sc
-from .evaluations import EvaluationResult, from_attributes
+from .evaluations import NOT_EVALUATED, EvaluationResult, from_attributes, rubric_explanation
 from .files import GZIP_MAGIC, expand
 from .limits import ReadLimits, over
 from .model import SpanRecord, is_invocation
@@ -41,10 +41,6 @@ from .otlp_json import OtlpJsonError
 SUFFIX = ".evalset_result.json"
 """How ADK names an eval set result file in the eval history."""
 
-NOT_EVALUATED = "not_evaluated"
-"""``error.type`` of a metric ADK could not evaluate, as ``adk_otel.evaluations`` sends it."""
-MAX_EXPLANATION = 4096
-"""The rubric verdicts kept as the explanation, at most (as the events)."""
 
 _STATUSES = {1: "PASSED", 2: "FAILED", 3: "NOT_EVALUATED", 4: "INFORMATIONAL"}
 """ADK's ``EvalStatus`` by value: how its JSON files hold it."""
@@ -336,19 +332,16 @@ def _record(metric: Mapping[str, Any], where: str, scope: str, index: int | None
 
 
 def _explanation(details: Mapping[str, Any], where: str) -> str | None:
-    lines = []
-    for here, rubric in _each_object(
-        _list(details, "rubric_scores", where), _at(where, "rubric_scores")
-    ):
-        score = _number(rubric, "score", here)
-        verdict = "n/a" if score is None else ("yes" if score >= 1 else "no")
-        line = f"{_text(rubric, 'rubric_id', here) or '?'}: {verdict}"
-        rationale = _text(rubric, "rationale", here)
-        if rationale:
-            line += f" ({rationale})"
-        lines.append(line)
-    text = "\n".join(lines)
-    return text[:MAX_EXPLANATION] if text else None
+    return rubric_explanation(
+        (
+            _text(rubric, "rubric_id", here) or "?",
+            _number(rubric, "score", here),
+            _text(rubric, "rationale", here),
+        )
+        for here, rubric in _each_object(
+            _list(details, "rubric_scores", where), _at(where, "rubric_scores")
+        )
+    )
 
 
 # -- joining -------------------------------------------------------------------

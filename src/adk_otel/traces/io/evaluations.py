@@ -27,6 +27,29 @@ from typing import Any
 from ... import semconv as sc
 from .model import SpanRecord
 
+NOT_EVALUATED = "not_evaluated"
+"""``error.type`` of a metric ADK could not evaluate (its evaluator raised,
+or it produced nothing): ADK logs the exception, its results do not carry it."""
+MAX_EXPLANATION = 4096
+"""The rubric verdicts kept as ``gen_ai.evaluation.explanation``, at most."""
+
+
+def rubric_explanation(verdicts: Iterable[tuple[object, float | None, object]]) -> str | None:
+    """``gen_ai.evaluation.explanation`` of a rubric-based metric, from its
+    ``(rubric id, score, rationale)`` triples: a line each,
+    ``rubric_id: yes|no|n/a (rationale)``. The one format adk-otel sends the
+    events in (``adk_otel.evaluations``) and reads ADK's result files into."""
+    lines = []
+    for rubric_id, score, rationale in verdicts:
+        verdict = "n/a" if score is None else ("yes" if score >= 1 else "no")
+        line = f"{rubric_id}: {verdict}"
+        if rationale:
+            line += f" ({rationale})"
+        lines.append(line)
+    text = "\n".join(lines)
+    return text[:MAX_EXPLANATION] if text else None
+
+
 MAX_LINE = 64 * 1024 * 1024
 """OTLP JSON lines (or a whole pretty-printed document) longer than this are
 not read for evaluation results."""
