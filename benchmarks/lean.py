@@ -116,20 +116,9 @@ def lean_plugin(provider: Any, off: frozenset[str] = frozenset()) -> Any:
     stream_key = sc.GEN_AI_REQUEST_STREAM
     adk_prefix = f"{sc.ADK_SCOPE}."
     ok, error_, cancelled, incomplete = "ok", "error", "cancelled", "incomplete"
-    request_parameters = (
-        ("temperature", sc.GEN_AI_REQUEST_TEMPERATURE, float),
-        ("max_output_tokens", sc.GEN_AI_REQUEST_MAX_TOKENS, int),
-        ("top_p", sc.GEN_AI_REQUEST_TOP_P, float),
-        ("top_k", sc.GEN_AI_REQUEST_TOP_K, float),
-        ("seed", sc.GEN_AI_REQUEST_SEED, int),
-        ("presence_penalty", sc.GEN_AI_REQUEST_PRESENCE_PENALTY, float),
-        ("frequency_penalty", sc.GEN_AI_REQUEST_FREQUENCY_PENALTY, float),
-        ("candidate_count", sc.GEN_AI_REQUEST_CHOICE_COUNT, int),
-    )
-    output_types = {"application/json": "json", "text/plain": "text", "text/x.enum": "text"}
     per_call_model_keys = frozenset(
         {invocation_key, conversation_key, stream_key, sc.GEN_AI_REQUEST_STOP_SEQUENCES}
-        | {key for _, key, _ in request_parameters}
+        | {key for _, key, _ in attrs.REQUEST_PARAMETERS}
         | {sc.GEN_AI_OUTPUT_TYPE}
     )
     frozen: dict[str, Any] = {}
@@ -574,20 +563,7 @@ def lean_plugin(provider: Any, off: frozenset[str] = frozenset()) -> Any:
                     attributes[stream_key] = True
                 config = llm_request.config
                 if config is not None:
-                    for field, attribute, kind in request_parameters:
-                        value = getattr(config, field, None)
-                        if value is not None and (
-                            value.__class__ is int or value.__class__ is float
-                        ):
-                            attributes[attribute] = kind(value)
-                    stops = config.stop_sequences
-                    if stops:
-                        attributes[sc.GEN_AI_REQUEST_STOP_SEQUENCES] = sanitize.attribute(
-                            tuple(str(s) for s in stops)
-                        )
-                    mime = config.response_mime_type
-                    if mime and str(mime) in output_types:
-                        attributes[sc.GEN_AI_OUTPUT_TYPE] = output_types[str(mime)]
+                    attrs.request_parameters(attributes, config, latest=False)
             else:
                 name = f"generate_content {llm_request.model}"
                 attributes = frozen.get("model")

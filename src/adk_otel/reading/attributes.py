@@ -212,12 +212,12 @@ def model_request(callback_context: Any, llm_request: Any, latest: bool = False)
     )
     config = getattr(llm_request, "config", None)
     if config is not None:
-        _request_parameters(attributes, config, latest)
+        request_parameters(attributes, config, latest)
     return attributes
 
 
 # GenerateContentConfig field -> request attribute, with the type the conventions give it.
-_REQUEST_PARAMETERS: tuple[tuple[str, str, type], ...] = (
+REQUEST_PARAMETERS: tuple[tuple[str, str, type], ...] = (
     ("temperature", sc.GEN_AI_REQUEST_TEMPERATURE, float),
     ("max_output_tokens", sc.GEN_AI_REQUEST_MAX_TOKENS, int),
     ("top_p", sc.GEN_AI_REQUEST_TOP_P, float),
@@ -231,9 +231,9 @@ _REQUEST_PARAMETERS: tuple[tuple[str, str, type], ...] = (
 _OUTPUT_TYPES = {"application/json": "json", "text/plain": "text", "text/x.enum": "text"}
 
 
-def _request_parameters(attributes: Attributes, config: Any, latest: bool) -> None:
+def request_parameters(attributes: Attributes, config: Any, latest: bool) -> None:
     """The request parameters an agent's ``generate_content_config`` set."""
-    for field_name, key, kind in _REQUEST_PARAMETERS:
+    for field_name, key, kind in REQUEST_PARAMETERS:
         value = getattr(config, field_name, None)
         if value is not None and (value.__class__ is int or value.__class__ is float):
             attributes[key] = kind(value)
