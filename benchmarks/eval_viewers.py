@@ -50,7 +50,13 @@ from typing import Any, NamedTuple
 sys.path.insert(0, str(Path(__file__).parent))
 
 from mlflow_check import mlflow_version, start_mlflow, stop
-from phoenix_check import http, in_own_network_namespace, phoenix_version, start_phoenix
+from phoenix_check import (
+    http,
+    in_own_network_namespace,
+    phoenix_version,
+    start_phoenix,
+    verdict,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 FORMS = {"logs": "false", "spans": "true"}
@@ -578,11 +584,7 @@ def main(argv: list[str]) -> int:
         failures += check_phoenix(binaries["phoenix"], args.screenshots, args.chromium)
     if "mlflow" in binaries:
         failures += check_mlflow(binaries["mlflow"], args.screenshots, args.chromium)
-    network = "own network namespace" if os.environ.get("PHOENIX_CHECK_NETNS") else "host"
-    print(f"\nnetwork: {network}; result: {'FAIL' if failures else 'OK'}")
-    for failure in failures:
-        print("  " + failure)
-    return 1 if failures else 0
+    return verdict(failures)
 
 
 if __name__ == "__main__":

@@ -252,6 +252,11 @@ def main(argv: list[str]) -> int:
             process.terminate()
             process.wait(timeout=30)
     print(f"\nPhoenix {phoenix_version(binary)}; adk-otel demo sent over OTLP/HTTP")
+    return verdict(failures)
+
+
+def verdict(failures: list[str]) -> int:
+    """Print where the check ran and its result; the exit code (1: a failure)."""
     network = "own network namespace" if os.environ.get("PHOENIX_CHECK_NETNS") else "host"
     print(f"\nnetwork: {network}; result: {'FAIL' if failures else 'OK'}")
     for failure in failures:
