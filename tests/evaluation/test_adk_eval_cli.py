@@ -28,6 +28,7 @@ from google.adk.evaluation.eval_case import EvalCase
 from google.adk.evaluation.eval_result import EvalSetResult
 from google.adk.evaluation.eval_set import EvalSet
 from google.adk.evaluation.local_eval_set_results_manager import LocalEvalSetResultsManager
+from opentelemetry.exporter.otlp.proto.common._log_encoder import encode_logs
 
 import adk_otel
 from adk_otel import semconv as sc
@@ -38,7 +39,6 @@ from adk_otel.traces.io import eval_set_results, evaluations
 from adk_otel.traces.io.files import read_records
 
 from . import evalkit as kit
-from .test_eval_gate_real import _logs_line
 from .test_eval_traces import infer_and_score
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
@@ -379,7 +379,10 @@ async def test_results_read_from_the_file_equal_the_events_sent_for_them(tmp_pat
     folder = tmp_path / "collected"
     folder.mkdir()
     capture.save(folder / "traces.json")
-    (folder / "logs.json").write_text(_logs_line(capture), encoding="utf-8")
+    (folder / "logs.json").write_text(
+        kit.collector_logs([encode_logs(capture.log_exporter.get_finished_logs())]),
+        encoding="utf-8",
+    )
     code, out, _ = cli(capsys, "summarize", str(folder), "--format", "json")
     with_logs = json.loads(out)
     shutil.copy(saved, folder)

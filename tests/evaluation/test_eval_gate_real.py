@@ -11,14 +11,12 @@ each side; two runs of the same agent do not trip it."""
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
 import sys
 from pathlib import Path
 
 import jsonschema
 import pytest
-from google.protobuf import json_format
 from opentelemetry.exporter.otlp.proto.common._log_encoder import encode_logs
 
 import adk_otel
@@ -59,20 +57,10 @@ async def _eval_run(folder: Path, turns: kit.Turns) -> None:
     await infer_and_score(service, kit.local_metrics(), parallelism=2)
     folder.mkdir()
     capture.save(folder / "traces.json")
-    (folder / "logs.json").write_text(_logs_line(capture), encoding="utf-8")
-
-
-def _logs_line(capture: TraceCapture) -> str:
-    """The captured log records as one OTLP JSON line, hex ids, as the
-    collector's file exporter writes a logs pipeline's batch."""
-    document = json_format.MessageToDict(encode_logs(capture.log_exporter.get_finished_logs()))
-    for resource in document.get("resourceLogs", []):
-        for scope in resource.get("scopeLogs", []):
-            for record in scope.get("logRecords", []):
-                for key in ("traceId", "spanId"):
-                    if key in record:
-                        record[key] = base64.b64decode(record[key]).hex()
-    return json.dumps(document) + "\n"
+    (folder / "logs.json").write_text(
+        kit.collector_logs([encode_logs(capture.log_exporter.get_finished_logs())]),
+        encoding="utf-8",
+    )
 
 
 @pytest.fixture(scope="module")

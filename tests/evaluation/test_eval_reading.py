@@ -4,13 +4,10 @@ spans) or from the span form; the pytest query API selects them."""
 
 from __future__ import annotations
 
-import base64
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
-from google.protobuf import json_format
 from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
 from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk._logs.export import SimpleLogRecordProcessor
@@ -46,22 +43,6 @@ async def scored(capture: TraceCapture, **options: Any) -> list[Any]:
     return await infer_and_score(service, kit.local_metrics())
 
 
-def collector_logs_lines(receiver: OtlpReceiver) -> str:
-    """The log records the receiver got over OTLP/HTTP, as a collector's file
-    exporter writes them: OTLP JSON, one request per line, hex ids."""
-    lines = []
-    for request in receiver.log_requests:
-        document = json_format.MessageToDict(request)
-        for resource in document.get("resourceLogs", []):
-            for scope in resource.get("scopeLogs", []):
-                for record in scope.get("logRecords", []):
-                    for key in ("traceId", "spanId"):
-                        if key in record:
-                            record[key] = base64.b64decode(record[key]).hex()
-        lines.append(json.dumps(document) + "\n")
-    return "".join(lines)
-
-
 async def test_tree_prints_scores_under_their_invocation(capsys, tmp_path: Path):
     capture = TraceCapture()
     with OtlpReceiver() as receiver:
@@ -72,7 +53,7 @@ async def test_tree_prints_scores_under_their_invocation(capsys, tmp_path: Path)
         results = await scored(capture, logger_provider=logs)
         logs.shutdown()
         log_file = tmp_path / "logs.jsonl"
-        log_file.write_text(collector_logs_lines(receiver), encoding="utf-8")
+        log_file.write_text(kit.collector_logs(receiver.log_requests), encoding="utf-8")
     spans = capture.save(tmp_path / "spans.jsonl")
 
     code = main(["tree", str(spans), str(log_file), "--no-color"])
