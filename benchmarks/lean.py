@@ -87,6 +87,7 @@ def lean_plugin(provider: Any, off: frozenset[str] = frozenset()) -> Any:
     from opentelemetry.trace import SpanKind, Status, StatusCode
 
     from adk_otel import semconv as sc
+    from adk_otel.ledger.spans import error_type, record_exception
     from adk_otel.lifecycle.aborts import abort_reason
     from adk_otel.lifecycle.runner import CURRENT_WATCH
     from adk_otel.reading import attributes as attrs
@@ -129,11 +130,6 @@ def lean_plugin(provider: Any, off: frozenset[str] = frozenset()) -> Any:
         if value.__class__ is str and value.isascii() and len(value) <= limit:
             return value
         return sanitize.clean(value) if isinstance(value, str) else None
-
-    def error_type(error: BaseException) -> str:
-        cls = type(error)
-        module, name = cls.__module__, cls.__qualname__
-        return sanitize.clean(name if module in ("builtins", None) else f"{module}.{name}", 256)
 
     def static(attributes: Any, per_span: Any) -> dict[str, Any]:
         """``attributes`` made safe, without the keys written per span."""
@@ -296,15 +292,7 @@ def lean_plugin(provider: Any, off: frozenset[str] = frozenset()) -> Any:
                 span.set_status(ok_status)
             elif outcome == error_:
                 if error is not None:
-                    span.add_event(
-                        "exception",
-                        {
-                            "exception.type": error_type(error),
-                            "exception.message": sanitize.text(error),
-                            "exception.stacktrace": sanitize.stacktrace(error),
-                            "exception.escaped": "True",
-                        },
-                    )
+                    record_exception(span, error)
                     span.set_status(Status(StatusCode.ERROR, sanitize.description(error)))
                 else:
                     span.set_status(Status(StatusCode.ERROR, reason))
