@@ -420,7 +420,7 @@ class AdkOtelPlugin(BasePlugin):
                 opening.live_model_request(parent, llm_request)
                 return
             entry = opening.open_model(
-                self._ledger, parent, callback_context, llm_request, self._latest
+                self._ledger, parent, run, callback_context, llm_request, self._latest
             )
             if self._devui is not None:
                 self._devui.model_request(

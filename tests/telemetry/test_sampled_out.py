@@ -64,7 +64,7 @@ async def test_the_cheap_path_is_taken_only_when_the_parent_decides(monkeypatch)
     from adk_otel.reading import attributes
 
     built: list[str] = []
-    for name in ("agent", "tool", "model_request"):
+    for name in ("agent_opening", "tool_opening", "model_opening"):
         real = getattr(attributes, name)
         monkeypatch.setattr(
             attributes, name, lambda *a, _real=real, _name=name: built.append(_name) or _real(*a)
@@ -82,7 +82,7 @@ async def test_the_cheap_path_is_taken_only_when_the_parent_decides(monkeypatch)
         tracer_provider=kept,
         meter_provider=no_metrics,
     )
-    assert sorted(set(built)) == ["agent", "model_request", "tool"]
+    assert sorted(set(built)) == ["agent_opening", "model_opening", "tool_opening"]
     tool = next(s for s in exporter.get_finished_spans() if s.name == "execute_tool lookup")
     assert tool.attributes[sc.GEN_AI_TOOL_NAME] == "lookup"
     assert tool.attributes[sc.GEN_AI_TOOL_CALL_ID]

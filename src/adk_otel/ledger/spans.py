@@ -187,9 +187,11 @@ class Ledger:
         clean: bool = False,
     ) -> Entry:
         """Open a span under ``parent`` (else ``parent_context``, else the
-        current context) and file it under ``key``. ``clean``: the attribute
-        values were made safe already (``sanitize``), so they are not checked again."""
+        current context) and file it under ``key``. ``clean``: the name and
+        the attribute values were made safe already (``sanitize``), so they
+        are not checked again."""
         if not clean:
+            name = sanitize.clean(name)
             attributes = sanitize.attributes(attributes)
         if parent is not None and not parent.recording and self._follows_parent:
             # A child of a sampled-out span is sampled out too (the sampler
@@ -201,7 +203,7 @@ class Ledger:
             # _context when made already: no property call (this runs for every span).
             ctx = (parent._context or parent.context) if parent is not None else parent_context
             span = self.tracer.start_span(
-                sanitize.clean(name), context=ctx, kind=kind, attributes=attributes, links=links
+                name, context=ctx, kind=kind, attributes=attributes, links=links
             )
             entry = Entry(span, key, parent, anchor, span.is_recording())
         with self._lock:

@@ -49,18 +49,24 @@ def open_agent(
     if parent is not None and parent.children:
         # A sibling agent (a loop's previous iteration) whose callbacks are done.
         ledger.settle_children(parent)
+    parent_name = ancestor.name if ancestor is not None else None
     if ledger.will_record(parent):
-        attributes = attrs.agent(agent, callback_context, getattr(ancestor, "name", None), latest)
+        opening = attrs.agent_opening(agent, parent_name, latest)
+        name, remote = opening.name, opening.remote
+        ids = run.ids if run is not None else attrs.context_ids(callback_context)
+        attributes = {**opening.attributes, **ids}
         if ancestor is not None and parent is not None and run is not None:
             attributes = _placed(attributes, run, parent, agent, ancestor)
     else:
+        name = sanitize.clean(f"invoke_agent {agent.name}")
+        remote = attrs.is_remote_agent(agent)
         attributes = attrs.AGENT_KIND_ONLY
     entry = ledger.start(
         key,
-        f"invoke_agent {agent.name}",
+        name,
         parent=parent,
         # A remote agent's span is the client side of a call to another service.
-        kind=trace.SpanKind.CLIENT if attrs.is_remote_agent(agent) else trace.SpanKind.INTERNAL,
+        kind=trace.SpanKind.CLIENT if remote else trace.SpanKind.INTERNAL,
         attributes=attributes,
         clean=True,
     )
@@ -98,6 +104,7 @@ _PLACE = (sc.ADK_LOOP_ITERATION, sc.ADK_PARALLEL_BRANCH)
 def open_model(
     ledger: TelemetryLedger,
     parent: Entry | None,
+    run: Run | None,
     callback_context: Any,
     llm_request: Any,
     latest: bool,
@@ -106,16 +113,26 @@ def open_model(
     callback context carries (the same object reaches its after hook)."""
     actions = callback_context.actions
     ledger.unwind()
+    if ledger.will_record(parent):
+        if run is not None:
+            opening = attrs.model_opening(callback_context, llm_request, run.streams, latest)
+            attributes = {**opening.attributes, **run.ids}
+            config = llm_request.config
+            if config is not None:
+                attrs.request_parameters(attributes, config, latest)
+            name = opening.name
+        else:
+            attributes = attrs.model_request(callback_context, llm_request, latest)
+            name = sanitize.clean(f"generate_content {attrs.model_name(llm_request)}")
+    else:
+        attributes = attrs.MODEL_KIND_ONLY
+        name = sanitize.clean(f"generate_content {attrs.model_name(llm_request)}")
     entry = ledger.start(
         keys.model(actions),
-        f"generate_content {attrs.model_name(llm_request)}",
+        name,
         parent=parent,
         kind=trace.SpanKind.CLIENT,
-        attributes=(
-            attrs.model_request(callback_context, llm_request, latest)
-            if ledger.will_record(parent)
-            else attrs.MODEL_KIND_ONLY
-        ),
+        attributes=attributes,
         anchor=actions,
         clean=True,
     )
@@ -135,15 +152,18 @@ def live_model_request(parent: Entry, llm_request: Any) -> None:
 
 def open_tool(ledger: TelemetryLedger, parent: Entry | None, tool: Any, tool_context: Any) -> Entry:
     """A tool call's span, keyed by ``(invocation_id, function_call_id)``."""
+    invocation_id, call_id = tool_context.invocation_id, tool_context.function_call_id
     ledger.unwind()
+    if ledger.will_record(parent):
+        opening = attrs.tool_opening(tool, tool_context.agent_name)
+        attributes = opening.attributes.copy()
+        attrs.put_tool_ids(attributes, call_id, invocation_id)
+        name = opening.name
+    else:
+        attributes = attrs.TOOL_KIND_ONLY
+        name = sanitize.clean(f"execute_tool {tool.name}")
     entry = ledger.start(
-        keys.tool(tool_context.invocation_id, tool_context.function_call_id),
-        f"execute_tool {tool.name}",
-        parent=parent,
-        attributes=(
-            attrs.tool(tool, tool_context) if ledger.will_record(parent) else attrs.TOOL_KIND_ONLY
-        ),
-        clean=True,
+        keys.tool(invocation_id, call_id), name, parent=parent, attributes=attributes, clean=True
     )
     ledger.attach(entry)
     return entry

@@ -77,6 +77,11 @@ class Run:
     """The plugin manager of the Runner that started the run (sharing.py)."""
     reported: dict[Entry, Reported] | None = None
     """Remote agents' spans -> what they reported (made at the first report)."""
+    ids: attrs.Attributes = field(default_factory=dict)
+    """The run's invocation and conversation ids, made safe once: every
+    agent and model span under it carries them."""
+    streams: bool = False
+    """Whether its model calls stream (``StreamingMode.SSE``)."""
 
     def report(self, entry: Entry) -> Reported:
         """What ``entry``'s remote agent reported so far (made empty at first)."""
@@ -101,6 +106,8 @@ class Run:
 
 _RESUMABLE = 1024
 """Paused runs remembered per plugin for the run that resumes them."""
+
+_IDS = (sc.ADK_INVOCATION_ID, sc.GEN_AI_CONVERSATION_ID)
 
 Close = Callable[[Run, Outcome, str | None, BaseException | None], None]
 """Ends a run with an outcome, a close reason and the error, if any."""
@@ -196,6 +203,9 @@ class Runs:
             CURRENT_WATCH.get(),
             getattr(invocation_context, "live_request_queue", None) is not None,
         )
+        opened = entry.opened_with or {}
+        run.ids = {k: opened[k] for k in _IDS if k in opened}
+        run.streams = attrs.streams(getattr(invocation_context, "run_config", None))
         self.by_context[id(invocation_context)] = run
         self.by_invocation.setdefault(run.invocation_id, []).append(run)
         if run.watch is not None:

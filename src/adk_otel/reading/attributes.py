@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import re
 import weakref
-from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from opentelemetry.util.types import AttributeValue
@@ -60,41 +60,277 @@ def _present(candidates: dict[str, Any]) -> Attributes:
 
 
 _STATIC_LIMIT = 1024
-"""Static mappings kept per kind of span; the store starts over when full."""
-_static_agents: dict[tuple[Any, ...], Attributes] = {}
-_static_tools: dict[tuple[Any, ...], Attributes] = {}
-_static_models: dict[tuple[Any, ...], Attributes] = {}
+"""Openings kept per kind of span; the store starts over when full."""
 
 
-def _static(
-    store: dict[tuple[Any, ...], Attributes],
-    key: tuple[Any, ...],
-    build: Callable[[], Attributes],
-) -> Attributes:
-    """The attributes of a span that depend on its agent, tool or model
-    alone, built and made safe once per distinct ``key``. Keyed by value, not
-    by object: ADK 2.5 through 2.13 build fresh agent and tool objects for
-    every invocation. Never changed by callers (they copy it)."""
+@dataclass(frozen=True, slots=True)
+class Opening:
+    """What a span's name and start attributes owe to its agent, tool or
+    model configuration alone, built and made safe once per configuration
+    (``Ledger.start(clean=True)``). Never changed by callers (they copy
+    ``attributes``)."""
+
+    name: str
+    attributes: Attributes
+    model: Any = None
+    """A weak reference to the model object the cache key names by ``id()``
+    (an opening holds no model alive): the opening holds while it is that
+    object, since another may take the id after it is gone."""
+    environment: tuple[Any, ...] | None = None
+    """The environment variables a Google or Anthropic model's provider and
+    endpoint depend on, as they were when built (``None``: none do)."""
+    remote: bool = False
+    """An agent that runs in another service (its span is a ``CLIENT``)."""
+
+
+_agent_openings: dict[tuple[Any, ...], Opening] = {}
+_model_openings: dict[tuple[Any, ...], Opening] = {}
+_tool_openings: dict[tuple[Any, ...], Opening] = {}
+
+_MISSING = object()
+_ENVIRONMENT_NAMES = (
+    "GOOGLE_GENAI_USE_ENTERPRISE",
+    "GOOGLE_GENAI_USE_VERTEXAI",
+    "GOOGLE_GEMINI_BASE_URL",
+    "GOOGLE_VERTEX_BASE_URL",
+    "GOOGLE_CLOUD_LOCATION",
+    "ANTHROPIC_BASE_URL",
+)
+_environ_data: Any = getattr(os.environ, "_data", None)
+_environ_keys: tuple[Any, ...] = (
+    tuple(os.environ.encodekey(n) for n in _ENVIRONMENT_NAMES)
+    if isinstance(_environ_data, dict) and hasattr(os.environ, "encodekey")
+    else ()
+)
+
+
+def _environment() -> tuple[Any, ...]:
+    """The variables a provider and endpoint are read from, as they are now
+    (the environment's own mapping read directly where it has one: this runs
+    per span of a Google or Anthropic model)."""
+    if _environ_keys:
+        data = _environ_data
+        return tuple([data.get(k) for k in _environ_keys])
+    return tuple(os.environ.get(n) for n in _ENVIRONMENT_NAMES)
+
+
+def _keep(store: dict[tuple[Any, ...], Opening], key: tuple[Any, ...], opening: Opening) -> Opening:
+    if len(store) >= _STATIC_LIMIT:
+        store.clear()
+    store[key] = opening
+    return opening
+
+
+def _fresh(found: Opening, model: Any) -> bool:
+    """Whether a kept opening still holds: its model the same object, the
+    environment it was read under unchanged."""
+    if model is not None and (found.model is None or found.model() is not model):
+        return False
+    return found.environment is None or found.environment == _environment()
+
+
+def _weak(model: Any) -> Any:
+    """A weak reference to ``model`` (None for none); raises TypeError for
+    an object that cannot have one, which is then not kept."""
+    return weakref.ref(model) if model is not None else None
+
+
+def _model_field(agent_obj: Any) -> Any:
+    """An agent's ``model`` field as set, ``_MISSING`` for an agent with no
+    model; read from the instance's values (a plain dict read) where it can be."""
+    values = getattr(agent_obj, "__dict__", None)
+    if values is not None:
+        field = values.get("model", _MISSING)
+        if field is not _MISSING or not hasattr(type(agent_obj), "model"):
+            return field
+    return getattr(agent_obj, "model", _MISSING)
+
+
+def _model_key(agent_obj: Any) -> tuple[Any, Any]:
+    """``(key part, model object)`` naming an agent's model in a cache key:
+    a model named by string is the string (its object is built from it), a
+    model object its ``id()`` (held by the opening), an inherited one the
+    object it resolves to now."""
+    field = _model_field(agent_obj) if agent_obj is not None else _MISSING
+    if field is _MISSING or field is None:
+        return None, None
+    if field.__class__ is str and field:
+        return field, None
+    if field.__class__ is str:  # empty: inherited from an ancestor, resolved now
+        field = _agent_model(agent_obj)
+        if field is None:
+            return None, None
+    return id(field), field
+
+
+def _environment_of(provider: Any, server: Any) -> tuple[Any, ...] | None:
+    """The environment an opening depends on: a Google provider's backend
+    and any endpoint are read from it."""
+    if server is not None or provider in (sc.PROVIDER_GEMINI, sc.PROVIDER_VERTEX_AI):
+        return _environment()
+    return None
+
+
+def agent_opening(agent_obj: Any, parent_name: str | None, latest: bool = False) -> Opening:
+    """An agent span's name, start attributes (ids aside) and kind."""
+    part, held = _model_key(agent_obj)
+    key = (
+        type(agent_obj),
+        getattr(agent_obj, "name", None),
+        getattr(agent_obj, "description", None),
+        parent_name,
+        part,
+        latest,
+    )
     try:
-        found = store.get(key)
+        found = _agent_openings.get(key)
     except TypeError:  # an unhashable field value: built each time
-        return dict(sanitize.attributes(build()) or {})
-    if found is None:
-        if len(store) >= _STATIC_LIMIT:
-            store.clear()
-        found = store[key] = dict(sanitize.attributes(build()) or {})
+        return _agent_opening(agent_obj, parent_name, latest, None)
+    if found is not None and _fresh(found, held):
+        return found
+    try:
+        ref = _weak(held)
+    except TypeError:  # a model object with no weak references: built each time
+        return _agent_opening(agent_obj, parent_name, latest, None)
+    return _keep(_agent_openings, key, _agent_opening(agent_obj, parent_name, latest, ref))
+
+
+def _agent_opening(agent_obj: Any, parent_name: str | None, latest: bool, held: Any) -> Opening:
+    model = _agent_model(agent_obj)
+    model_str = getattr(model, "model", None) if model is not None else None
+    # The current agent-span conventions dropped the provider.
+    provider = None if model is None or latest else provider_name(model, model_str)
+    name = getattr(agent_obj, "name", None)
+    attributes: Attributes = {
+        sc.ADK_SPAN_KIND: _AGENT,
+        sc.OPENINFERENCE_SPAN_KIND: sc.OI_AGENT,
+        sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT,
+        sc.ADK_AGENT_TYPE: type(agent_obj).__name__,
+        **_present(
+            {
+                sc.GEN_AI_AGENT_NAME: name,
+                sc.GEN_AI_AGENT_DESCRIPTION: getattr(agent_obj, "description", None),
+                sc.ADK_AGENT_PARENT: parent_name,
+                sc.GEN_AI_PROVIDER_NAME: provider,
+                sc.GEN_AI_REQUEST_MODEL: model_str,
+            }
+        ),
+    }
+    return Opening(
+        sanitize.clean(f"invoke_agent {name}"),
+        dict(sanitize.attributes(attributes) or {}),
+        held,
+        _environment_of(provider, None) if model is not None else None,
+        is_remote_agent(agent_obj),
+    )
+
+
+def model_opening(
+    callback_context: Any, llm_request: Any, streaming: bool, latest: bool
+) -> Opening:
+    """A model call's span name and start attributes (ids and request parameters aside)."""
+    model_str = getattr(llm_request, "model", None)
+    agent_obj = _calling_agent(callback_context)
+    part, held = _model_key(agent_obj)
+    agent_name = (
+        getattr(agent_obj, "name", None)
+        if agent_obj is not None
+        else getattr(callback_context, "agent_name", None)
+    )
+    key = (model_str, agent_name, part, streaming, latest)
+    try:
+        found = _model_openings.get(key)
+    except TypeError:
+        return _model_opening(agent_obj, agent_name, llm_request, streaming, None)
+    if found is not None and _fresh(found, held):
+        return found
+    try:
+        ref = _weak(held)
+    except TypeError:  # a model object with no weak references: built each time
+        return _model_opening(agent_obj, agent_name, llm_request, streaming, None)
+    return _keep(
+        _model_openings, key, _model_opening(agent_obj, agent_name, llm_request, streaming, ref)
+    )
+
+
+def _model_opening(
+    agent_obj: Any, agent_name: Any, llm_request: Any, streaming: bool, held: Any
+) -> Opening:
+    model_str = getattr(llm_request, "model", None)
+    model = _agent_model(agent_obj)
+    if model is not None and getattr(model, "model", None) != model_str:
+        model = None  # a callback switched the model: trust the request
+    provider = provider_name(model, model_str)
+    server = model_server(model) if model is not None else None
+    attributes: Attributes = {
+        sc.ADK_SPAN_KIND: _MODEL,
+        sc.OPENINFERENCE_SPAN_KIND: sc.OI_LLM,
+        sc.GEN_AI_OPERATION_NAME: sc.OP_GENERATE_CONTENT,
+        sc.GEN_AI_REQUEST_MODEL: model_name(llm_request),
+        **_present({sc.GEN_AI_AGENT_NAME: agent_name, sc.GEN_AI_PROVIDER_NAME: provider}),
+    }
+    if server is not None:
+        attributes[sc.SERVER_ADDRESS], attributes[sc.SERVER_PORT] = server
+    if streaming:
+        attributes[sc.GEN_AI_REQUEST_STREAM] = True
+    return Opening(
+        sanitize.clean(f"generate_content {model_name(llm_request)}"),
+        dict(sanitize.attributes(attributes) or {}),
+        held,
+        _environment_of(provider, server),
+    )
+
+
+def tool_opening(tool_obj: Any, agent_name: Any) -> Opening:
+    """A tool call's span name and start attributes (its call id and run's ids aside)."""
+    cls = type(tool_obj)
+    name = getattr(tool_obj, "name", None)
+    description = getattr(tool_obj, "description", None)
+    long_running = bool(getattr(tool_obj, "is_long_running", False))
+    key: tuple[Any, ...] = (cls, name, description, long_running, agent_name)
+    try:
+        found = _tool_openings.get(key)
+    except TypeError:  # an unhashable field value: built each time
+        found, key = None, ()
+    if found is not None:
+        return found
+    attributes: Attributes = {
+        sc.ADK_SPAN_KIND: _TOOL,
+        sc.OPENINFERENCE_SPAN_KIND: sc.OI_TOOL,
+        sc.GEN_AI_OPERATION_NAME: sc.OP_EXECUTE_TOOL,
+        **_present(
+            {
+                sc.GEN_AI_TOOL_NAME: name,
+                sc.GEN_AI_TOOL_TYPE: tool_type_of(cls),
+                sc.GEN_AI_TOOL_DESCRIPTION: description,
+                sc.GEN_AI_AGENT_NAME: agent_name,
+            }
+        ),
+    }
+    if long_running:
+        attributes[sc.ADK_TOOL_LONG_RUNNING] = True
+    opening = Opening(
+        sanitize.clean(f"execute_tool {name}"), dict(sanitize.attributes(attributes) or {})
+    )
+    return _keep(_tool_openings, key, opening) if key else opening
+
+
+def ids(invocation_id: Any, conversation_id: Any) -> Attributes:
+    """The two ids every agent and model span carries, made safe (the ids
+    come from the application: a session id is the caller's). A run makes
+    them once; a span with no run in sight reads its own."""
+    found: Attributes = {}
+    if invocation_id is not None and invocation_id != "":
+        found[sc.ADK_INVOCATION_ID] = sanitize.attribute(invocation_id)
+    if conversation_id is not None and conversation_id != "":
+        found[sc.GEN_AI_CONVERSATION_ID] = sanitize.attribute(conversation_id)
     return found
 
 
-def _with_ids(static: Attributes, invocation_id: Any, conversation_id: Any) -> Attributes:
-    """``static`` and the two ids every agent and model span carries, made
-    safe (the ids come from the application: a session id is the caller's)."""
-    attributes = static.copy()
-    if invocation_id is not None and invocation_id != "":
-        attributes[sc.ADK_INVOCATION_ID] = sanitize.attribute(invocation_id)
-    if conversation_id is not None and conversation_id != "":
-        attributes[sc.GEN_AI_CONVERSATION_ID] = sanitize.attribute(conversation_id)
-    return attributes
+def context_ids(callback_context: Any) -> Attributes:
+    """:func:`ids` read from a callback or invocation context."""
+    session = getattr(callback_context, "session", None)
+    return ids(getattr(callback_context, "invocation_id", None), getattr(session, "id", None))
 
 
 def invocation(invocation_context: Any, workflow: str | None = None) -> Attributes:
@@ -140,39 +376,11 @@ def invocation_span_name(invocation_context: Any) -> str:
 def agent(
     agent_obj: Any, callback_context: Any, parent_name: str | None, latest: bool = False
 ) -> Attributes:
-    """An agent span's attributes, made safe (``Ledger.start(clean=True)``)."""
-    model = _agent_model(agent_obj)
-    model_str = getattr(model, "model", None) if model is not None else None
-    # The current agent-span conventions dropped the provider.
-    provider = None if model is None or latest else provider_name(model, model_str)
-    name = getattr(agent_obj, "name", None)
-    description = getattr(agent_obj, "description", None)
-    cls = type(agent_obj)
-
-    def build() -> Attributes:
-        return {
-            sc.ADK_SPAN_KIND: _AGENT,
-            sc.OPENINFERENCE_SPAN_KIND: sc.OI_AGENT,
-            sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT,
-            sc.ADK_AGENT_TYPE: cls.__name__,
-            **_present(
-                {
-                    sc.GEN_AI_AGENT_NAME: name,
-                    sc.GEN_AI_AGENT_DESCRIPTION: description,
-                    sc.ADK_AGENT_PARENT: parent_name,
-                    sc.GEN_AI_PROVIDER_NAME: provider,
-                    sc.GEN_AI_REQUEST_MODEL: model_str,
-                }
-            ),
-        }
-
-    static = _static(
-        _static_agents, (cls, name, description, parent_name, provider, model_str), build
-    )
-    session = getattr(callback_context, "session", None)
-    return _with_ids(
-        static, getattr(callback_context, "invocation_id", None), getattr(session, "id", None)
-    )
+    """An agent span's start attributes, made safe, ids included."""
+    return {
+        **agent_opening(agent_obj, parent_name, latest).attributes,
+        **context_ids(callback_context),
+    }
 
 
 def model_name(llm_request: Any) -> str:
@@ -180,36 +388,12 @@ def model_name(llm_request: Any) -> str:
 
 
 def model_request(callback_context: Any, llm_request: Any, latest: bool = False) -> Attributes:
-    """A model call's start attributes, made safe (``Ledger.start(clean=True)``)."""
-    model_str = getattr(llm_request, "model", None)
-    model = _agent_model(_calling_agent(callback_context))
-    if model is not None and getattr(model, "model", None) != model_str:
-        model = None  # a callback switched the model: trust the request
-    agent_name = getattr(callback_context, "agent_name", None)
-    provider = provider_name(model, model_str)
-    server = model_server(model) if model is not None else None
-    streams = _streams(getattr(callback_context, "run_config", None))
-
-    def build() -> Attributes:
-        attributes: Attributes = {
-            sc.ADK_SPAN_KIND: _MODEL,
-            sc.OPENINFERENCE_SPAN_KIND: sc.OI_LLM,
-            sc.GEN_AI_OPERATION_NAME: sc.OP_GENERATE_CONTENT,
-            sc.GEN_AI_REQUEST_MODEL: model_name(llm_request),
-            **_present({sc.GEN_AI_AGENT_NAME: agent_name, sc.GEN_AI_PROVIDER_NAME: provider}),
-        }
-        if server is not None:
-            attributes[sc.SERVER_ADDRESS], attributes[sc.SERVER_PORT] = server
-        if streams:
-            attributes[sc.GEN_AI_REQUEST_STREAM] = True
-        return attributes
-
-    session = getattr(callback_context, "session", None)
-    attributes = _with_ids(
-        _static(_static_models, (model_str, agent_name, provider, server, streams), build),
-        getattr(callback_context, "invocation_id", None),
-        getattr(session, "id", None),
-    )
+    """A model call's start attributes, made safe, ids and request parameters included."""
+    streaming = streams(getattr(callback_context, "run_config", None))
+    attributes = {
+        **model_opening(callback_context, llm_request, streaming, latest).attributes,
+        **context_ids(callback_context),
+    }
     config = getattr(llm_request, "config", None)
     if config is not None:
         request_parameters(attributes, config, latest)
@@ -248,7 +432,8 @@ def request_parameters(attributes: Attributes, config: Any, latest: bool) -> Non
         _put(attributes, sc.GEN_AI_OUTPUT_TYPE, _OUTPUT_TYPES.get(str(mime)))
 
 
-def _streams(run_config: Any) -> bool:
+def streams(run_config: Any) -> bool:
+    """Whether a run's model calls stream (``StreamingMode.SSE``)."""
     mode = getattr(run_config, "streaming_mode", None)
     return mode is not None and getattr(mode, "value", mode) == "sse"
 
@@ -313,38 +498,22 @@ def _sum(a: int | None, b: int | None) -> int | None:
 
 
 def tool(tool_obj: Any, tool_context: Any) -> Attributes:
-    """A tool call's start attributes, made safe (``Ledger.start(clean=True)``)."""
-    cls = type(tool_obj)
-    name = getattr(tool_obj, "name", None)
-    description = getattr(tool_obj, "description", None)
-    long_running = bool(getattr(tool_obj, "is_long_running", False))
-
-    def build() -> Attributes:
-        attributes: Attributes = {
-            sc.ADK_SPAN_KIND: _TOOL,
-            sc.OPENINFERENCE_SPAN_KIND: sc.OI_TOOL,
-            sc.GEN_AI_OPERATION_NAME: sc.OP_EXECUTE_TOOL,
-            **_present(
-                {
-                    sc.GEN_AI_TOOL_NAME: name,
-                    sc.GEN_AI_TOOL_TYPE: tool_type_of(cls),
-                    sc.GEN_AI_TOOL_DESCRIPTION: description,
-                }
-            ),
-        }
-        if long_running:
-            attributes[sc.ADK_TOOL_LONG_RUNNING] = True
-        return attributes
-
-    attributes = _static(_static_tools, (cls, name, description, long_running), build).copy()
-    for key, value in (
-        (sc.GEN_AI_TOOL_CALL_ID, getattr(tool_context, "function_call_id", None)),
-        (sc.GEN_AI_AGENT_NAME, getattr(tool_context, "agent_name", None)),
-        (sc.ADK_INVOCATION_ID, getattr(tool_context, "invocation_id", None)),
-    ):
-        if value is not None and value != "":
-            attributes[key] = sanitize.attribute(value)
+    """A tool call's start attributes, made safe, its call id and run's id included."""
+    attributes = tool_opening(tool_obj, getattr(tool_context, "agent_name", None)).attributes.copy()
+    put_tool_ids(
+        attributes,
+        getattr(tool_context, "function_call_id", None),
+        getattr(tool_context, "invocation_id", None),
+    )
     return attributes
+
+
+def put_tool_ids(attributes: Attributes, call_id: Any, invocation_id: Any) -> None:
+    """A tool call's id and its run's, made safe, into ``attributes``."""
+    if call_id is not None and call_id != "":
+        attributes[sc.GEN_AI_TOOL_CALL_ID] = sanitize.attribute(call_id)
+    if invocation_id is not None and invocation_id != "":
+        attributes[sc.ADK_INVOCATION_ID] = sanitize.attribute(invocation_id)
 
 
 def mcp_tool_error(tool_obj: Any, result: Any) -> str | None:
