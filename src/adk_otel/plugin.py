@@ -54,7 +54,7 @@ from .reading import attributes as attrs
 from .reading import failures
 from .reading.content import ContentCapture
 from .reading.user_id import UserIdMode
-from .semconv import ADK_MODEL_CHUNKS, Outcome
+from .semconv import ADK_MODEL_CHUNKS, GEN_AI_REQUEST_STREAM, Outcome
 from .util import sanitize
 from .util.redact import guarded
 
@@ -131,6 +131,7 @@ class AdkOtelPlugin(BasePlugin):
     def _take(self, given: options.Options) -> None:
         """Keep the options; the two the hooks read each time are kept apart."""
         self._options = given
+        self._telemetry = given.telemetry
         self._classifier = given.error_classifier
         self._result_failures = failures.result_failures_enabled(given.result_failures)
 
@@ -207,10 +208,15 @@ class AdkOtelPlugin(BasePlugin):
                 else None
             )
             run = self._runs.open(
-                ledger, invocation_context, self._user_id, self._close_run, adk_run_span
+                ledger,
+                invocation_context,
+                self._user_id,
+                self._close_run,
+                adk_run_span,
+                current=True,
             )
             run.manager = self._sharing.enlist(invocation_context, first)
-            eval_runs.label(run.entry.span, invocation_context, self._options.telemetry)
+            eval_runs.label(run.entry.span, invocation_context, self._telemetry)
             if adk_run_span is not None:
                 if type(adk_run_span) is nodes.RunRoot or run.live:
                     # (A live run opens its root workflow after this hook.)
@@ -218,11 +224,6 @@ class AdkOtelPlugin(BasePlugin):
                 elif not self._told_no_nodes:
                     self._told_no_nodes = True  # ADK's tracer is not one adk-otel answers for
                     logger.warning(nodes.UNROUTED)
-            if run.watch is not None:
-                # Under instrument() the run executes in a private context (see
-                # lifecycle/runner.py), so the invocation span can be current for the run's
-                # callbacks without ever being current in the caller's context.
-                ledger.attach(run.entry)
             root = getattr(invocation_context, "agent", None)
             if root is not None and self._propagating.get(id(root)) is not root:
                 remote.propagate_from(self._propagating, root)
@@ -450,8 +451,12 @@ class AdkOtelPlugin(BasePlugin):
                 entry.span.set_attribute(ADK_MODEL_CHUNKS, entry.updates)
                 ledger.chunk(entry)
                 return
-            if not entry.updates:
-                ledger.chunk(entry, final=True)
+            if (
+                not entry.updates
+                and entry.opened_with
+                and GEN_AI_REQUEST_STREAM in entry.opened_with
+            ):
+                ledger.chunk(entry, final=True)  # a streamed call that sent no partial chunk
             response: Mapping[str, AttributeValue] | None = None
             if entry.recording or ledger.will_record(entry.parent):
                 # Written with the outcome when the span ends, in one call.
@@ -517,7 +522,7 @@ class AdkOtelPlugin(BasePlugin):
                 parent = (
                     (run.innermost_agent(tool_context.agent_name) or run.entry) if run else None
                 )
-                entry = opening.open_tool(self._ledger, parent, tool, tool_context)
+                entry = opening.open_tool(self._ledger, parent, tool, tool_context, run)
             if self._capture is not None:
                 self._capture.put(entry, sc.GEN_AI_TOOL_CALL_ARGUMENTS, capture.same, tool_args)
         except Exception:

@@ -46,8 +46,10 @@ from .facts import Facts
 logger: logging.Logger = guarded(logging.getLogger(__name__))
 
 _STATUS_OK = Status(StatusCode.OK)
+_OK_ATTRIBUTES: Mapping[str, AttributeValue] = {ADK_OUTCOME: Outcome.OK.value}
 _RUNTIME = getattr(otel_context, "_RUNTIME_CONTEXT", None)
 _current = getattr(_RUNTIME, "get_current", None) or otel_context.get_current
+current_context = _current
 _attach = getattr(_RUNTIME, "attach", None) or otel_context.attach
 """The API's ``get_current`` and ``attach`` without their one-line wrappers
 (the runtime context the API itself calls; the API's own when it has none):
@@ -84,7 +86,7 @@ def record_exception(span: Span, error: BaseException) -> None:
 
 
 @dataclass(slots=True)
-class _Conclusion:
+class Conclusion:
     """The end a terminal hook decided, kept until the span really ends."""
 
     outcome: Outcome
@@ -123,7 +125,7 @@ class Entry:
     """How many intermediate updates (streamed chunks) the span has seen."""
     opened_with: Mapping[str, AttributeValue] | None = None
     """The (clean) attributes the span was started with."""
-    pending: _Conclusion | None = None
+    pending: Conclusion | None = None
     """How the span ends, once its terminal hook decided it (see conclude)."""
     facts: Facts | None = None
     """What the telemetry ledger keeps for this span while it is open
@@ -166,6 +168,10 @@ class Ledger:
         adk-otel; the span was ended all the same. Logged once, counted always."""
         self.ended: int = 0
         """Recording spans ended so far (the shutdown report counts them)."""
+        self.durations = False
+        """Whether conclusions keep a ``perf_counter_ns`` end (for metrics)."""
+        self.on_conclude = False
+        """Whether :meth:`_concluded` runs at each conclusion."""
 
     def __len__(self) -> int:
         return len(self._open)
@@ -185,11 +191,12 @@ class Ledger:
         anchor: Any = None,
         links: Sequence[trace.Link] | None = None,
         clean: bool = False,
+        current: bool = False,
     ) -> Entry:
         """Open a span under ``parent`` (else ``parent_context``, else the
         current context) and file it under ``key``. ``clean``: the name and
         the attribute values were made safe already (``sanitize``), so they
-        are not checked again."""
+        are not checked again. ``current``: attached at once (:meth:`attach`)."""
         if not clean:
             name = sanitize.clean(name)
             attributes = sanitize.attributes(attributes)
@@ -206,16 +213,26 @@ class Ledger:
                 name, context=ctx, kind=kind, attributes=attributes, links=links
             )
             entry = Entry(span, key, parent, anchor, span.is_recording())
-        with self._lock:
-            stale = self._open.get(key)
-            self._open[key] = entry
-            if parent is not None:
-                parent.children.append(entry)
+            if current:
+                # Entry.context written out: made here for the attach below.
+                made = entry._context = trace.set_span_in_context(span)
+                setattr(made, _ENTRY, weakref.ref(entry))
+        # No lock: each of these is one atomic operation, and a key names one
+        # object, opened by one hook at a time (end_all copies under the lock).
+        opened = self._open
+        stale = opened.get(key)
+        opened[key] = entry
+        if parent is not None:
+            parent.children.append(entry)
         if stale is not None:
             # The same key opened twice without a close: never leak the first.
             self._end(stale, Outcome.INCOMPLETE, None, "reopened")
         entry.opened_with = attributes
         self._started(entry, attributes or {}, parent_context)
+        if current:
+            made = entry._context or entry.context
+            entry._token = _attach(made)
+            entry._attached = made
         return entry
 
     def alias(self, key: object, entry: Entry) -> None:
@@ -246,11 +263,15 @@ class Ledger:
         self._follows_parent = "localParentNotSampled:AlwaysOffSampler" in description
         """Whether a child of an unsampled span is never recorded (the SDK's
         ParentBased samplers, the default): then its attributes are not built."""
+        self.records_all = not self._follows_parent
+        """Whether every span is built in full, whatever its parent
+        (:meth:`will_record` read as ``records_all or parent is None or
+        parent.recording``, without a call, in the hot hooks)."""
 
     def will_record(self, parent: Entry | None) -> bool:
         """False when a span under ``parent`` is sure not to be recorded (its
         trace was sampled out), so building its attributes would be wasted."""
-        return parent is None or parent.recording or not self._follows_parent
+        return self.records_all or parent is None or parent.recording
 
     def _started(
         self,
@@ -358,17 +379,24 @@ class Ledger:
         guard = None
         if foreign is not None and entry.recording:
             guard = (foreign, frozenset(getattr(entry.span, "_attributes", None) or ()))
-        entry.pending = _Conclusion(
+        entry.pending = Conclusion(
             outcome,
             error,
             reason,
             description,
             extra,
             time.time_ns(),
-            time.perf_counter_ns(),
+            time.perf_counter_ns() if self.durations else 0,
             guard,
         )
         self.concluded += 1  # a hint (see on_event): no lock
+        if self.on_conclude:
+            self._concluded(entry, outcome, error, reason)
+
+    def _concluded(
+        self, entry: Entry, outcome: Outcome, error: BaseException | None, reason: str | None
+    ) -> None:
+        """Called at each conclusion while :attr:`on_conclude` is set."""
 
     def settle(self, entry: Entry) -> None:
         """End a concluded entry with its conclusion (a no-op otherwise)."""
@@ -429,7 +457,9 @@ class Ledger:
     def end_all(self, outcome: Outcome, reason: str) -> int:
         """End every open span (plugin close, shutdown). Returns how many."""
         with self._lock:
-            roots = [e for e in self._open.values() if e.parent is None or e.parent.ended]
+            # list() first: one C call, so an unlocked start() elsewhere cannot
+            # change the dict under the iteration.
+            roots = [e for e in list(self._open.values()) if e.parent is None or e.parent.ended]
         count = len(self._open)
         for entry in roots:
             self.end_entry(entry, outcome, reason=reason)
@@ -454,7 +484,13 @@ class Ledger:
             if entry.ended:
                 return
             entry.ended = True
-            recording, pending, parent = entry.recording, entry.pending, entry.parent
+            recording, pending, parent, facts = (
+                entry.recording,
+                entry.pending,
+                entry.parent,
+                entry.facts,
+            )
+            entry.facts = None
             self.ended += recording
             if pending is not None:
                 self.concluded -= 1
@@ -467,25 +503,63 @@ class Ledger:
                 except ValueError:
                     pass
         span = entry.span
+        if facts is not None:
+            try:
+                extra = self._wrap_up(entry, facts, outcome, error, reason, extra)
+            except Exception:
+                self._failed("rolling up a span's totals")
         try:
             if pending is not None and pending.foreign is not None:
                 self._drop_foreign(entry, *pending.foreign)
-            if recording:
+            if not recording:
+                pass
+            elif outcome is Outcome.OK and not reason:
+                # _record_outcome's success, written out: most spans end so.
+                span.set_attributes({**_OK_ATTRIBUTES, **extra} if extra else _OK_ATTRIBUTES)
+                span.set_status(_STATUS_OK)
+            else:
                 self._record_outcome(span, outcome, error, reason, extra, description)
         except Exception:
             self._failed("recording a span's outcome")
         finally:
             # Whatever failed above, the span ends: a span never ended is a
             # span lost, and with it the parent links of its children.
-            try:
-                self._detach(entry)
-            except Exception:
-                self._failed("detaching a span's context")
+            if entry._token is not None:
+                try:
+                    self._detach(entry)
+                except Exception:
+                    self._failed("detaching a span's context")
             entry.anchor = None
             try:
                 span.end(pending.end_time if pending is not None else None)
             except Exception:
                 self._failed("ending a span")
+        if facts is not None and self.durations:
+            self._ended(facts, outcome, error, reason, extra, pending)
+
+    def _wrap_up(
+        self,
+        entry: Entry,
+        facts: Facts,
+        outcome: Outcome,
+        error: BaseException | None,
+        reason: str | None,
+        extra: Mapping[str, AttributeValue] | None,
+    ) -> Mapping[str, AttributeValue] | None:
+        """The attributes a span with ``facts`` ends with, ``extra`` among
+        them, worked out as it ends (before the outcome is written)."""
+        return extra
+
+    def _ended(
+        self,
+        facts: Facts,
+        outcome: Outcome,
+        error: BaseException | None,
+        reason: str | None,
+        extra: Mapping[str, AttributeValue] | None,
+        pending: Conclusion | None,
+    ) -> None:
+        """Called after a span with ``facts`` ended, while :attr:`durations` is set."""
 
     @staticmethod
     def _record_outcome(

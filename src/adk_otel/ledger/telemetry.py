@@ -32,7 +32,7 @@ from ..semconv import Outcome
 from . import metrics
 from .facts import INVOCATION, MODEL, ROLLUP_KINDS, TOOL, Facts, dimensions
 from .metrics import Instruments
-from .spans import Entry, Ledger, error_type
+from .spans import Conclusion, Entry, Ledger, error_type
 
 _INFERENCE_EVENT_KEYS = (
     sc.GEN_AI_OPERATION_NAME,
@@ -104,25 +104,27 @@ class TelemetryLedger(Ledger):
     deferred content events (see the module doc)."""
 
     def __init__(self, tracer: trace.Tracer, instruments: Instruments | None = None) -> None:
+        self._details: DetailsLog | None = None
         super().__init__(tracer)
-        self.instruments = instruments
-        self.details: DetailsLog | None = None
-        """Where model calls' details events go as log records; None: span events."""
+        self.retarget(tracer, instruments)
         self._tools_by_span: dict[int, Entry] = {}
+
+    @property
+    def details(self) -> DetailsLog | None:
+        """Where model calls' details events go as log records; None: span events."""
+        return self._details
+
+    @details.setter
+    def details(self, log: DetailsLog | None) -> None:
+        self._details = log
+        self.on_conclude = log is not None
 
     def retarget(self, tracer: trace.Tracer, instruments: Instruments | None = None) -> None:
         super().retarget(tracer)
         self.instruments = instruments
-
-    def will_record(self, parent: Entry | None) -> bool:
+        self.durations = instruments is not None
         # Metrics count sampled-out operations too, with their full dimensions.
-        # (Ledger.will_record written out: this runs in every opening hook.)
-        return (
-            self.instruments is not None
-            or parent is None
-            or parent.recording
-            or not self._follows_parent
-        )
+        self.records_all = instruments is not None or not self._follows_parent
 
     def _started(
         self,
@@ -134,11 +136,19 @@ class TelemetryLedger(Ledger):
             # Sampled out, and so is everything under it: no roll-ups to keep,
             # no metrics to record.
             return
-        kind = str(attributes.get(sc.ADK_SPAN_KIND, ""))
+        kind = attributes.get(sc.ADK_SPAN_KIND, "")
+        if kind.__class__ is not str:
+            kind = str(kind)
         up = entry.parent
         if up is None and kind == INVOCATION:
             up = self._calling_tool(parent_context)
-        facts = Facts(kind, rollups_over(up), attributes)  # positional: see Entry
+        # rollups_over(up) written out for the usual case, an open parent.
+        found = up.facts if up is not None else None
+        if found is not None:
+            above = (found, *found.above) if found.kind in ROLLUP_KINDS else found.above
+        else:
+            above = rollups_over(up)
+        facts = Facts(kind, above, attributes)  # positional: see Entry
         if self.instruments is not None:
             facts.started = time.perf_counter_ns()
         entry.facts = facts
@@ -180,16 +190,20 @@ class TelemetryLedger(Ledger):
         facts: Facts | None = entry.facts
         if facts is None:
             return
+        rollup = sc.ROLLUP_USAGE
         usage = [
-            (k, v) for k, v in attributes.items() if k in sc.ROLLUP_USAGE and isinstance(v, int)
+            (rollup[k], v) for k, v in attributes.items() if k in rollup and v.__class__ is int
         ]
         if usage:
             for totals in facts.above:
-                tokens = totals.tokens if totals.tokens is not None else {}
-                for k, v in usage:
-                    total = sc.ROLLUP_USAGE[k]
-                    tokens[total] = tokens.get(total, 0) + v
-                totals.tokens = tokens
+                tokens = totals.tokens
+                if tokens is None:
+                    tokens = totals.tokens = {}
+                for total, v in usage:
+                    if total in tokens:
+                        tokens[total] += v
+                    else:
+                        tokens[total] = v
         facts.response_model = attributes.get(sc.GEN_AI_RESPONSE_MODEL)
         facts.response = attributes
         instruments = self.instruments
@@ -231,30 +245,13 @@ class TelemetryLedger(Ledger):
         facts.event_name = name
         facts.event.update(attributes)
 
-    def conclude(
-        self,
-        entry: Entry,
-        outcome: Outcome,
-        *,
-        error: BaseException | None = None,
-        reason: str | None = None,
-        description: str | None = None,
-        extra: Mapping[str, AttributeValue] | None = None,
-        foreign: str | None = None,
+    def _concluded(
+        self, entry: Entry, outcome: Outcome, error: BaseException | None, reason: str | None
     ) -> None:
-        """As :meth:`Ledger.conclude`; a model call's details record goes out
-        (or waits for its tool-call ids) now, before the response event that
-        links it: on some ADK releases the span ends only after that event."""
-        super().conclude(
-            entry,
-            outcome,
-            error=error,
-            reason=reason,
-            description=description,
-            extra=extra,
-            foreign=foreign,
-        )
-        details = self.details
+        """A model call's details record goes out (or waits for its tool-call
+        ids) at its conclusion, before the response event that links it: on
+        some ADK releases the span ends only after that event."""
+        details = self._details
         if details is None:
             return
         facts: Facts | None = entry.facts
@@ -272,39 +269,27 @@ class TelemetryLedger(Ledger):
             self._failed("emitting a model call's details")
         facts.event = None
 
-    def _finish(
+    def _ended(
         self,
-        entry: Entry,
+        facts: Facts,
         outcome: Outcome,
         error: BaseException | None,
         reason: str | None,
-        extra: Mapping[str, AttributeValue] | None = None,
-        description: str | None = None,
+        extra: Mapping[str, AttributeValue] | None,
+        pending: Conclusion | None,
     ) -> None:
-        facts: Facts | None = entry.facts
-        entry.facts = None
-        if facts is None or entry.ended:
-            super()._finish(entry, outcome, error, reason, extra, description)
+        instruments = self.instruments
+        if instruments is None:
             return
-        rollup: Mapping[str, AttributeValue] | None = None
-        category: str | None = None
         try:
-            if outcome is Outcome.ERROR:
-                category = self._count_failure(facts, extra)
-            rollup = self._wrap_up(entry, facts, outcome, error, reason)
+            found = extra.get(sc.ADK_ERROR_CATEGORY) if extra else None
+            category = (
+                (found if isinstance(found, str) else "other") if outcome is Outcome.ERROR else None
+            )
+            ended = pending.end_perf if pending is not None else None
+            metrics.record_end(instruments, facts, outcome, error, reason, category, extra, ended)
         except Exception:
-            self._failed("rolling up a span's totals")
-        if extra:
-            rollup = {**rollup, **extra} if rollup else extra
-        super()._finish(entry, outcome, error, reason, rollup, description)
-        if self.instruments is not None:
-            try:
-                ended = entry.pending.end_perf if entry.pending is not None else None
-                metrics.record_end(
-                    self.instruments, facts, outcome, error, reason, category, extra, ended
-                )
-            except Exception:
-                self._failed("recording a span's metrics")
+            self._failed("recording a span's metrics")
 
     def _count_failure(self, facts: Facts, extra: Mapping[str, AttributeValue] | None) -> str:
         """An ERROR span: counted on every agent and invocation span above it."""
@@ -324,8 +309,12 @@ class TelemetryLedger(Ledger):
         outcome: Outcome,
         error: BaseException | None,
         reason: str | None,
-    ) -> dict[str, AttributeValue] | None:
-        """The roll-up attributes for a span about to end; emits its content event."""
+        extra: Mapping[str, AttributeValue] | None,
+    ) -> Mapping[str, AttributeValue] | None:
+        """A span about to end: its failure counted above it, its roll-up
+        attributes (with ``extra``), its content event emitted."""
+        if outcome is Outcome.ERROR:
+            self._count_failure(facts, extra)
         if facts.kind == TOOL:
             span_id = entry.span.get_span_context().span_id
             if self._tools_by_span.get(span_id) is entry:
@@ -342,7 +331,7 @@ class TelemetryLedger(Ledger):
                 else tuple(sorted(facts.categories)),
                 **(facts.tokens or {}),
             }
-        details = self.details
+        details = self._details
         if facts.event is not None:
             event = facts.event
             if facts.kind == MODEL and details is not None:
@@ -360,4 +349,6 @@ class TelemetryLedger(Ledger):
         if facts.kind == INVOCATION and details is not None:
             # Records still waiting for tool-call ids go out without them.
             details.flush(facts.attributes.get(sc.ADK_INVOCATION_ID))
+        if extra:
+            return {**rollup, **extra} if rollup else extra
         return rollup

@@ -50,7 +50,7 @@ def open_agent(
         # A sibling agent (a loop's previous iteration) whose callbacks are done.
         ledger.settle_children(parent)
     parent_name = ancestor.name if ancestor is not None else None
-    if ledger.will_record(parent):
+    if ledger.records_all or parent is None or parent.recording:  # ledger.will_record
         opening = attrs.agent_opening(agent, parent_name, latest)
         name, remote = opening.name, opening.remote
         ids = run.ids if run is not None else attrs.context_ids(callback_context)
@@ -69,11 +69,11 @@ def open_agent(
         kind=trace.SpanKind.CLIENT if remote else trace.SpanKind.INTERNAL,
         attributes=attributes,
         clean=True,
+        # Current while the agent's own code runs (ADK runs this hook in the
+        # agent's task and context), so library spans made in its body, such
+        # as an A2A or HTTP client's, nest under it.
+        current=True,
     )
-    # Current while the agent's own code runs (ADK runs this hook in the
-    # agent's task and context), so library spans made in its body, such
-    # as an A2A or HTTP client's, nest under it.
-    ledger.attach(entry)
     return entry
 
 
@@ -113,7 +113,7 @@ def open_model(
     callback context carries (the same object reaches its after hook)."""
     actions = callback_context.actions
     ledger.unwind()
-    if ledger.will_record(parent):
+    if ledger.records_all or parent is None or parent.recording:  # ledger.will_record
         if run is not None:
             opening = attrs.model_opening(callback_context, llm_request, run.streams, latest)
             attributes = {**opening.attributes, **run.ids}
@@ -135,8 +135,8 @@ def open_model(
         attributes=attributes,
         anchor=actions,
         clean=True,
+        current=True,
     )
-    ledger.attach(entry)
     return entry
 
 
@@ -150,23 +150,35 @@ def live_model_request(parent: Entry, llm_request: Any) -> None:
     )
 
 
-def open_tool(ledger: TelemetryLedger, parent: Entry | None, tool: Any, tool_context: Any) -> Entry:
+def open_tool(
+    ledger: TelemetryLedger,
+    parent: Entry | None,
+    tool: Any,
+    tool_context: Any,
+    run: Run | None = None,
+) -> Entry:
     """A tool call's span, keyed by ``(invocation_id, function_call_id)``."""
     invocation_id, call_id = tool_context.invocation_id, tool_context.function_call_id
     ledger.unwind()
-    if ledger.will_record(parent):
+    if ledger.records_all or parent is None or parent.recording:  # ledger.will_record
         opening = attrs.tool_opening(tool, tool_context.agent_name)
         attributes = opening.attributes.copy()
-        attrs.put_tool_ids(attributes, call_id, invocation_id)
+        safe_id = run.ids.get(sc.ADK_INVOCATION_ID) if run is not None else None
+        if safe_id is not None:  # made safe once for the run
+            attributes[sc.ADK_INVOCATION_ID] = safe_id
+        attrs.put_tool_ids(attributes, call_id, invocation_id if safe_id is None else None)
         name = opening.name
     else:
         attributes = attrs.TOOL_KIND_ONLY
         name = sanitize.clean(f"execute_tool {tool.name}")
-    entry = ledger.start(
-        keys.tool(invocation_id, call_id), name, parent=parent, attributes=attributes, clean=True
+    return ledger.start(
+        keys.tool(invocation_id, call_id),
+        name,
+        parent=parent,
+        attributes=attributes,
+        clean=True,
+        current=True,
     )
-    ledger.attach(entry)
-    return entry
 
 
 def tool_node(ledger: TelemetryLedger, node: nodes.NodeSpan, tool: Any, tool_context: Any) -> Entry:

@@ -48,7 +48,7 @@ def of_run(
         # Sampled out, nothing under it recorded, no metrics: the outcome
         # would be written nowhere, so it is not worked out.
         return Outcome.OK, None
-    if run.closing_early:
+    if run.watch is not None and run.watch.closing_early:
         return Outcome.INCOMPLETE, "consumer_closed"
     if isinstance(sys.exc_info()[1], GeneratorExit):
         # ADK runs after_run in a `finally` also when its generator is being
@@ -76,9 +76,10 @@ def conclude_agent(
     # Some ADK releases (2.13) run after_agent from a `finally` while a
     # CancelledError the agent's code raised (a future cancelled under it)
     # is in flight: an abort, not a success, though the task is not cancelling.
-    aborted = abort_reason(sys.exc_info()[1])
+    in_flight = sys.exc_info()[1]
+    aborted = abort_reason(in_flight) if in_flight is not None else None
     reported = run.reported.pop(entry, None) if run is not None and run.reported else None
-    if run is not None and run.closing_early:
+    if run is not None and run.watch is not None and run.watch.closing_early:
         ledger.conclude(entry, Outcome.INCOMPLETE, reason="consumer_closed")
     elif is_cancelled(run) or getattr(callback_context, "is_aborted", False):
         ledger.conclude(entry, Outcome.CANCELLED, reason="cancelled")

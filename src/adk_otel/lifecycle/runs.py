@@ -17,12 +17,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from opentelemetry import context as otel_context
 from opentelemetry import trace
 
 from .. import semconv as sc
 from ..integrations.propagation import run_parent
-from ..ledger.spans import Entry
+from ..ledger.spans import Entry, current_context
 from ..ledger.telemetry import TelemetryLedger
 from ..reading import attributes as attrs
 from ..reading import user_id as user_ids
@@ -107,10 +106,56 @@ class Run:
 _RESUMABLE = 1024
 """Paused runs remembered per plugin for the run that resumes them."""
 
-_IDS = (sc.ADK_INVOCATION_ID, sc.GEN_AI_CONVERSATION_ID)
-
 Close = Callable[[Run, Outcome, str | None, BaseException | None], None]
 """Ends a run with an outcome, a close reason and the error, if any."""
+
+
+@dataclass(slots=True)
+class _Read:
+    """What a run's span is opened from, read off its ``InvocationContext``."""
+
+    app_name: Any
+    root: Any
+    root_name: Any
+    invocation_id: Any
+    session_id: Any
+    user_id: Any
+    carrier: Any
+    live: bool
+    streams: bool
+
+
+def _read(invocation_context: Any) -> _Read:
+    """ADK's invocation context read directly (once per run); an object of
+    another shape is read defensively."""
+    try:
+        root = invocation_context.agent
+        custom = invocation_context.run_config.custom_metadata
+        mode = invocation_context.run_config.streaming_mode
+        return _Read(
+            invocation_context.app_name,
+            root,
+            root.name if root is not None else None,
+            invocation_context.invocation_id,
+            invocation_context.session.id,
+            invocation_context.user_id,
+            custom.get(attrs.A2A_METADATA_KEY) if custom.__class__ is dict else None,
+            invocation_context.live_request_queue is not None,
+            mode is not None and mode.value == "sse",
+        )
+    except AttributeError:
+        root = getattr(invocation_context, "agent", None)
+        return _Read(
+            getattr(invocation_context, "app_name", None),
+            root,
+            getattr(root, "name", None) if root is not None else None,
+            getattr(invocation_context, "invocation_id", ""),
+            getattr(getattr(invocation_context, "session", None), "id", None),
+            getattr(invocation_context, "user_id", None),
+            attrs.incoming_trace_carrier(invocation_context),
+            getattr(invocation_context, "live_request_queue", None) is not None,
+            attrs.streams(getattr(invocation_context, "run_config", None)),
+        )
 
 
 class Runs:
@@ -166,50 +211,54 @@ class Runs:
         user_id_mode: user_ids.UserIdMode,
         close: Close,
         adk_run_span: Any = None,
+        *,
+        current: bool = False,
     ) -> Run:
         """Start the run's invocation span and track the run until ``close``."""
+        read = _read(invocation_context)
         # A run served over A2A continues the caller's trace (integrations/propagation.py).
-        carrier = attrs.incoming_trace_carrier(invocation_context)
-        if carrier is None:
-            parent_context, continued = otel_context.get_current(), False
+        if read.carrier is None:
+            parent_context, continued = current_context(), False
         else:
-            parent_context, continued = run_parent(carrier)
+            parent_context, continued = run_parent(read.carrier)
         # ADK (2.5 through 2.13) gives a run of a Workflow root no agent on
         # its invocation context: the root is known from instrument() only.
-        workflow = (
-            self.workflows.get(getattr(invocation_context, "app_name", None) or "")
-            if self.workflows
-            else None
-        )
-        if workflow is None and getattr(invocation_context, "agent", None) is None:
+        workflow = self.workflows.get(read.app_name or "") if self.workflows else None
+        if workflow is None and read.root is None:
             # ADK's own run span names the root workflow (nodes.RunRoot).
             workflow = getattr(adk_run_span, "workflow", None)
-        attributes = attrs.invocation(invocation_context, workflow)
-        paused = self.resumable.pop(getattr(invocation_context, "invocation_id", ""), None)
+        opening = attrs.invocation_opening(read.app_name, read.root_name, workflow)
+        ids = attrs.ids(read.invocation_id, read.session_id)
+        attributes = {**opening.attributes, **ids}
+        paused = self.resumable.pop(read.invocation_id, None) if self.resumable else None
         links = [trace.Link(paused, {sc.ADK_LINK: "resumes"})] if paused is not None else None
-        user_ids.put(attributes, getattr(invocation_context, "user_id", None), user_id_mode)
+        if user_id_mode is not user_ids.UserIdMode.OFF:
+            user_ids.put(attributes, read.user_id, user_id_mode)
+        watch = CURRENT_WATCH.get()
         entry = ledger.start(
             keys.run(invocation_context),
-            attrs.invocation_span_name(invocation_context),
+            opening.name,
             parent_context=parent_context,
             kind=trace.SpanKind.SERVER if continued else trace.SpanKind.INTERNAL,
             attributes=attributes,
             anchor=invocation_context,
             links=links,
+            clean=True,
+            # Under instrument() the run executes in a private context (see
+            # runner.py), so the invocation span can be current for the run's
+            # callbacks without ever being current in the caller's context.
+            current=watch is not None and current,
         )
-        run = Run(  # positional: see ledger.Entry
-            entry,
-            getattr(invocation_context, "invocation_id", ""),
-            CURRENT_WATCH.get(),
-            getattr(invocation_context, "live_request_queue", None) is not None,
-        )
-        opened = entry.opened_with or {}
-        run.ids = {k: opened[k] for k in _IDS if k in opened}
-        run.streams = attrs.streams(getattr(invocation_context, "run_config", None))
+        run = Run(entry, read.invocation_id, watch, read.live)  # positional: see ledger.Entry
+        run.ids, run.streams = ids, read.streams
         self.by_context[id(invocation_context)] = run
-        self.by_invocation.setdefault(run.invocation_id, []).append(run)
-        if run.watch is not None:
-            run.watch.closers.append(functools.partial(close, run))
+        runs = self.by_invocation.get(read.invocation_id)
+        if runs is None:
+            self.by_invocation[read.invocation_id] = [run]
+        else:
+            runs.append(run)
+        if watch is not None:
+            watch.closers.append(functools.partial(close, run))
         _watch_task(run, close)
         return run
 

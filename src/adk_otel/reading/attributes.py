@@ -135,24 +135,21 @@ def _weak(model: Any) -> Any:
     return weakref.ref(model) if model is not None else None
 
 
-def _model_field(agent_obj: Any) -> Any:
-    """An agent's ``model`` field as set, ``_MISSING`` for an agent with no
-    model; read from the instance's values (a plain dict read) where it can be."""
-    values = getattr(agent_obj, "__dict__", None)
-    if values is not None:
-        field = values.get("model", _MISSING)
-        if field is not _MISSING or not hasattr(type(agent_obj), "model"):
-            return field
-    return getattr(agent_obj, "model", _MISSING)
-
-
 def _model_key(agent_obj: Any) -> tuple[Any, Any]:
     """``(key part, model object)`` naming an agent's model in a cache key:
     a model named by string is the string (its object is built from it), a
-    model object its ``id()`` (held by the opening), an inherited one the
-    object it resolves to now."""
-    field = _model_field(agent_obj) if agent_obj is not None else _MISSING
-    if field is _MISSING or field is None:
+    model object its ``id()`` (the opening holds a weak reference to it), an
+    inherited one the object it resolves to now. The field is read from the
+    instance's values (a dict read: this runs for every agent and model span)."""
+    try:
+        field = agent_obj.__dict__.get("model", _MISSING)
+    except AttributeError:  # None, or an object with no instance dict
+        field = _MISSING
+    if field is _MISSING:
+        if agent_obj is None or not hasattr(type(agent_obj), "model"):
+            return None, None  # an agent with no model
+        field = getattr(agent_obj, "model", None)  # a class-level model (a property)
+    if field is None:
         return None, None
     if field.__class__ is str and field:
         return field, None
@@ -174,19 +171,31 @@ def _environment_of(provider: Any, server: Any) -> tuple[Any, ...] | None:
 def agent_opening(agent_obj: Any, parent_name: str | None, latest: bool = False) -> Opening:
     """An agent span's name, start attributes (ids aside) and kind."""
     part, held = _model_key(agent_obj)
-    key = (
-        type(agent_obj),
-        getattr(agent_obj, "name", None),
-        getattr(agent_obj, "description", None),
-        parent_name,
-        part,
-        latest,
-    )
+    try:  # an ADK agent's fields (this runs for every agent span)
+        key = (
+            agent_obj.__class__,
+            agent_obj.name,
+            agent_obj.description,
+            parent_name,
+            part,
+            latest,
+        )
+    except AttributeError:
+        key = (
+            type(agent_obj),
+            getattr(agent_obj, "name", None),
+            getattr(agent_obj, "description", None),
+            parent_name,
+            part,
+            latest,
+        )
     try:
         found = _agent_openings.get(key)
     except TypeError:  # an unhashable field value: built each time
         return _agent_opening(agent_obj, parent_name, latest, None)
-    if found is not None and _fresh(found, held):
+    if found is not None and (
+        (found.model is None and found.environment is None) or _fresh(found, held)
+    ):
         return found
     try:
         ref = _weak(held)
@@ -229,20 +238,27 @@ def model_opening(
     callback_context: Any, llm_request: Any, streaming: bool, latest: bool
 ) -> Opening:
     """A model call's span name and start attributes (ids and request parameters aside)."""
-    model_str = getattr(llm_request, "model", None)
-    agent_obj = _calling_agent(callback_context)
+    try:  # ADK's request and context (this runs for every model call)
+        model_str = llm_request.model
+        agent_obj = callback_context._invocation_context.agent
+        agent_name = agent_obj.name
+    except AttributeError:
+        model_str = getattr(llm_request, "model", None)
+        agent_obj = _calling_agent(callback_context)
+        agent_name = (
+            getattr(agent_obj, "name", None)
+            if agent_obj is not None
+            else getattr(callback_context, "agent_name", None)
+        )
     part, held = _model_key(agent_obj)
-    agent_name = (
-        getattr(agent_obj, "name", None)
-        if agent_obj is not None
-        else getattr(callback_context, "agent_name", None)
-    )
     key = (model_str, agent_name, part, streaming, latest)
     try:
         found = _model_openings.get(key)
     except TypeError:
         return _model_opening(agent_obj, agent_name, llm_request, streaming, None)
-    if found is not None and _fresh(found, held):
+    if found is not None and (
+        (found.model is None and found.environment is None) or _fresh(found, held)
+    ):
         return found
     try:
         ref = _weak(held)
@@ -284,9 +300,13 @@ def _model_opening(
 def tool_opening(tool_obj: Any, agent_name: Any) -> Opening:
     """A tool call's span name and start attributes (its call id and run's ids aside)."""
     cls = type(tool_obj)
-    name = getattr(tool_obj, "name", None)
-    description = getattr(tool_obj, "description", None)
-    long_running = bool(getattr(tool_obj, "is_long_running", False))
+    try:  # an ADK tool's fields (this runs for every tool call)
+        name, description = tool_obj.name, tool_obj.description
+        long_running = tool_obj.is_long_running is True
+    except AttributeError:
+        name = getattr(tool_obj, "name", None)
+        description = getattr(tool_obj, "description", None)
+        long_running = bool(getattr(tool_obj, "is_long_running", False))
     key: tuple[Any, ...] = (cls, name, description, long_running, agent_name)
     try:
         found = _tool_openings.get(key)
@@ -334,29 +354,46 @@ def context_ids(callback_context: Any) -> Attributes:
 
 
 def invocation(invocation_context: Any, workflow: str | None = None) -> Attributes:
-    """A run's attributes; ``workflow`` names its root when that is a graph
-    ``Workflow`` (an ``invoke_workflow`` operation). A run of an agent root has
-    no GenAI operation of its own: its root agent's ``invoke_agent`` span is
-    its child, and repeating that here would count the agent twice."""
-    session = getattr(invocation_context, "session", None)
+    """A run's attributes, made safe, ids included (see :func:`invocation_opening`)."""
+    app_name = getattr(invocation_context, "app_name", None)
+    root_name = getattr(getattr(invocation_context, "agent", None), "name", None)
+    return {
+        **invocation_opening(app_name, root_name, workflow).attributes,
+        **context_ids(invocation_context),
+    }
+
+
+_invocation_openings: dict[tuple[Any, ...], Opening] = {}
+
+
+def invocation_opening(app_name: Any, root_name: Any, workflow: str | None) -> Opening:
+    """A run's span name and start attributes (ids aside); ``workflow`` names
+    its root when that is a graph ``Workflow`` (an ``invoke_workflow``
+    operation). A run of an agent root has no GenAI operation of its own: its
+    root agent's ``invoke_agent`` span is its child, and repeating that here
+    would count the agent twice."""
+    key: tuple[Any, ...] = (app_name, root_name, workflow)
+    try:
+        found = _invocation_openings.get(key)
+    except TypeError:  # an unhashable value: built each time
+        found, key = None, ()
+    if found is not None:
+        return found
     attributes: Attributes = {
         sc.ADK_SPAN_KIND: _INVOCATION,
         sc.OPENINFERENCE_SPAN_KIND: sc.OI_CHAIN,
-        **_present(
-            {
-                sc.ADK_APP_NAME: getattr(invocation_context, "app_name", None),
-                sc.ADK_INVOCATION_ID: getattr(invocation_context, "invocation_id", None),
-                sc.GEN_AI_CONVERSATION_ID: getattr(session, "id", None),
-            }
-        ),
     }
+    _put(attributes, sc.ADK_APP_NAME, app_name)
     if workflow is not None:
         attributes[sc.GEN_AI_OPERATION_NAME] = sc.OP_INVOKE_WORKFLOW
         attributes[sc.GEN_AI_WORKFLOW_NAME] = workflow
     else:
-        agent = getattr(invocation_context, "agent", None)
-        _put(attributes, sc.GEN_AI_AGENT_NAME, getattr(agent, "name", None))
-    return attributes
+        _put(attributes, sc.GEN_AI_AGENT_NAME, root_name)
+    opening = Opening(
+        sanitize.clean(f"invocation {app_name or 'adk'}"),
+        dict(sanitize.attributes(attributes) or {}),
+    )
+    return _keep(_invocation_openings, key, opening) if key else opening
 
 
 def workflow_name(root: Any) -> str | None:
@@ -415,19 +452,29 @@ REQUEST_PARAMETERS: tuple[tuple[str, str, type], ...] = (
 _OUTPUT_TYPES = {"application/json": "json", "text/plain": "text", "text/x.enum": "text"}
 
 
+_CONFIG_FIELDS = (
+    *(name for name, _, _ in REQUEST_PARAMETERS),
+    "stop_sequences",
+    "response_mime_type",
+)
+
+
 def request_parameters(attributes: Attributes, config: Any, latest: bool) -> None:
     """The request parameters an agent's ``generate_content_config`` set."""
-    for field_name, key, kind in REQUEST_PARAMETERS:
-        value = getattr(config, field_name, None)
+    try:  # the config model's values, read as a dict (this runs for every model call)
+        values = config.__dict__
+        read = [values[name] for name in _CONFIG_FIELDS]
+    except (AttributeError, KeyError, TypeError):
+        read = [getattr(config, name, None) for name in _CONFIG_FIELDS]
+    for (_, key, kind), value in zip(REQUEST_PARAMETERS, read, strict=False):
         if value is not None and (value.__class__ is int or value.__class__ is float):
             attributes[key] = kind(value)
     if latest and sc.GEN_AI_REQUEST_TOP_K in attributes:
         # The current conventions made top_k an int (it was a double).
         attributes[sc.GEN_AI_REQUEST_TOP_K] = int(attributes[sc.GEN_AI_REQUEST_TOP_K])  # type: ignore[arg-type]
-    stops = getattr(config, "stop_sequences", None)
+    stops, mime = read[-2], read[-1]
     if stops:
         attributes[sc.GEN_AI_REQUEST_STOP_SEQUENCES] = tuple(sanitize.text(s) for s in stops)
-    mime = getattr(config, "response_mime_type", None)
     if mime:
         _put(attributes, sc.GEN_AI_OUTPUT_TYPE, _OUTPUT_TYPES.get(str(mime)))
 
@@ -439,6 +486,57 @@ def streams(run_config: Any) -> bool:
 
 
 def model_response(llm_response: Any, latest: bool = False) -> Attributes:
+    """A model call's final response attributes: response model, finish
+    reason, token usage. Read directly from ADK's response (this runs for
+    every model call); an object of another shape is read defensively."""
+    try:
+        return _response(llm_response, latest)
+    except AttributeError:
+        return _response_read_defensively(llm_response, latest)
+
+
+def _response(llm_response: Any, latest: bool) -> Attributes:
+    attributes: Attributes = {}
+    version = llm_response.model_version
+    if version is not None and version != "":
+        attributes[sc.GEN_AI_RESPONSE_MODEL] = version
+    finish_reason = llm_response.finish_reason
+    if finish_reason is not None:
+        try:
+            reason = finish_reason.value
+        except AttributeError:
+            reason = finish_reason
+        attributes[sc.GEN_AI_RESPONSE_FINISH_REASONS] = (str(reason).lower(),)
+    usage = llm_response.usage_metadata
+    if usage is None:
+        return attributes
+    # As ADK counts them (see _response_read_defensively).
+    prompt, tool_prompt = usage.prompt_token_count, usage.tool_use_prompt_token_count
+    candidates, thoughts = usage.candidates_token_count, usage.thoughts_token_count
+    if prompt is not None or tool_prompt is not None:
+        attributes[sc.GEN_AI_USAGE_INPUT_TOKENS] = (prompt or 0) + (tool_prompt or 0)
+    if candidates is not None or thoughts is not None:
+        attributes[sc.GEN_AI_USAGE_OUTPUT_TOKENS] = (candidates or 0) + (thoughts or 0)
+    cached = usage.cached_content_token_count
+    if cached is not None:
+        attributes[sc.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] = cached
+    # Not a field of the usage model: set beside its fields (see _optional_field).
+    written = usage.__dict__.get("cache_creation_input_tokens")
+    if written is None:
+        extra = usage.__pydantic_extra__
+        written = extra.get("cache_creation_input_tokens") if extra else None
+    if written is not None:
+        attributes[
+            sc.GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS
+            if latest
+            else sc.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS
+        ] = written
+    if thoughts is not None:
+        attributes[sc.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS] = thoughts
+    return attributes
+
+
+def _response_read_defensively(llm_response: Any, latest: bool) -> Attributes:
     attributes: Attributes = {}
     _put(attributes, sc.GEN_AI_RESPONSE_MODEL, getattr(llm_response, "model_version", None))
     finish_reason = getattr(llm_response, "finish_reason", None)
@@ -510,7 +608,10 @@ def tool(tool_obj: Any, tool_context: Any) -> Attributes:
 
 def put_tool_ids(attributes: Attributes, call_id: Any, invocation_id: Any) -> None:
     """A tool call's id and its run's, made safe, into ``attributes``."""
-    if call_id is not None and call_id != "":
+    if call_id.__class__ is str:
+        if call_id:
+            attributes[sc.GEN_AI_TOOL_CALL_ID] = sanitize.clean(call_id)
+    elif call_id is not None:
         attributes[sc.GEN_AI_TOOL_CALL_ID] = sanitize.attribute(call_id)
     if invocation_id is not None and invocation_id != "":
         attributes[sc.ADK_INVOCATION_ID] = sanitize.attribute(invocation_id)
@@ -894,7 +995,7 @@ def model_output_messages(llm_response: Any) -> list[dict[str, Any]] | None:
 
 # -- across services (A2A) ------------------------------------------------------
 
-_A2A_METADATA_KEY = "a2a_metadata"
+A2A_METADATA_KEY = "a2a_metadata"
 """Where ADK's A2A executor puts the request metadata it received, in the
 served run's ``run_config.custom_metadata`` (ADK 2.5 through 2.13)."""
 
@@ -903,7 +1004,7 @@ def incoming_trace_carrier(invocation_context: Any) -> Any:
     """The request metadata a served A2A run arrived with, or ``None``."""
     run_config = getattr(invocation_context, "run_config", None)
     custom = getattr(run_config, "custom_metadata", None)
-    return custom.get(_A2A_METADATA_KEY) if isinstance(custom, dict) else None
+    return custom.get(A2A_METADATA_KEY) if isinstance(custom, dict) else None
 
 
 def is_remote_agent(agent_obj: Any) -> bool:

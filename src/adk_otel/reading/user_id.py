@@ -23,6 +23,7 @@ from enum import StrEnum
 from typing import Any
 
 from .. import semconv as sc
+from ..util import sanitize
 from ..util.redact import guarded
 
 logger: logging.Logger = guarded(logging.getLogger(__name__))
@@ -66,4 +67,6 @@ def put(attributes: dict[str, Any], user_id: Any, mode: UserIdMode) -> None:
         return
     if mode is UserIdMode.HASH:
         user_id = hashlib.sha256(user_id.encode("utf-8", "surrogatepass")).hexdigest()
+    else:
+        user_id = sanitize.clean(user_id)
     attributes[sc.USER_ID] = attributes[sc.ADK_USER_ID] = user_id
