@@ -29,7 +29,7 @@ import logging
 import threading
 import time
 import weakref
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -131,7 +131,7 @@ class Entry:
     """What the telemetry ledger keeps for this span while it is open
     (roll-up totals, metric clocks: see facts.py); ``None`` once it ended."""
     _attached: otel_context.Context | None = None
-    _token: object = None
+    _token: Any = None
     _context: otel_context.Context | None = None
 
     @property
@@ -145,13 +145,6 @@ class Entry:
             # a cycle only the garbage collector frees, for every span.
             setattr(ctx, _ENTRY, weakref.ref(self))
         return ctx
-
-    def walk_open(self) -> Iterator[Entry]:
-        """Open descendants, deepest first."""
-        for child in list(self.children):
-            yield from child.walk_open()
-            if not child.ended:
-                yield child
 
 
 class Ledger:
@@ -347,8 +340,16 @@ class Ledger:
         swept = Outcome.CANCELLED if outcome is Outcome.CANCELLED else Outcome.INCOMPLETE
         # A cancelled layer's children share its outcome and say why.
         sweep_reason = (reason or "cancelled") if swept is Outcome.CANCELLED else "parent_ended"
-        for child in entry.walk_open():
-            self._end(child, swept, None, sweep_reason)
+        self._end_open(entry, swept, sweep_reason)
+
+    def _end_open(self, entry: Entry, outcome: Outcome, reason: str) -> None:
+        """End ``entry``'s open descendants, deepest first (:meth:`Entry.walk_open`'s
+        order, without a generator per level: this runs at every run's end)."""
+        for child in list(entry.children):
+            if child.children:
+                self._end_open(child, outcome, reason)
+            if not child.ended:
+                self._end(child, outcome, None, reason)
 
     def conclude(
         self,
@@ -524,11 +525,20 @@ class Ledger:
         finally:
             # Whatever failed above, the span ends: a span never ended is a
             # span lost, and with it the parent links of its children.
-            if entry._token is not None:
+            # Detached only where it is current: if it is still current in the
+            # context that attached it, unwind() detaches it there later.
+            token = entry._token
+            if token is not None and _current() is entry._attached:
+                # A token from a different contextvars.Context (another task's
+                # copy) raises: that context is not ours to touch.
                 try:
-                    self._detach(entry)
+                    token.var.reset(token)
+                except (AttributeError, ValueError, RuntimeError):
+                    pass
                 except Exception:
                     self._failed("detaching a span's context")
+                else:
+                    entry._token = entry._attached = None
             entry.anchor = None
             try:
                 span.end(pending.end_time if pending is not None else None)
@@ -633,21 +643,3 @@ class Ledger:
                 what,
                 exc_info=True,
             )
-
-    @staticmethod
-    def _detach(entry: Entry) -> None:
-        token, attached = entry._token, entry._attached
-        # Not current here: if it is still current in the context that
-        # attached it, unwind() detaches it there later.
-        if token is None or _current() is not attached:
-            return
-        var = getattr(token, "var", None)
-        if var is None:
-            return
-        # A token from a different contextvars.Context (another task's copy)
-        # raises: that context is not ours to touch; unwind() may do it later.
-        try:
-            var.reset(token)
-        except (ValueError, RuntimeError):
-            return
-        entry._token = entry._attached = None

@@ -56,7 +56,11 @@ def open_agent(
         ids = run.ids if run is not None else attrs.context_ids(callback_context)
         attributes = {**opening.attributes, **ids}
         if ancestor is not None and parent is not None and run is not None:
-            attributes = _placed(attributes, run, parent, agent, ancestor)
+            opened = parent.opened_with
+            if ancestor.__class__.__name__ in _PLACING or (
+                opened and (sc.ADK_LOOP_ITERATION in opened or sc.ADK_PARALLEL_BRANCH in opened)
+            ):
+                attributes = _placed(attributes, run, parent, agent, ancestor)
     else:
         name = sanitize.clean(f"invoke_agent {agent.name}")
         remote = attrs.is_remote_agent(agent)
@@ -99,6 +103,8 @@ def _placed(
 
 
 _PLACE = (sc.ADK_LOOP_ITERATION, sc.ADK_PARALLEL_BRANCH)
+_PLACING = frozenset({"LoopAgent", "ParallelAgent"})
+"""Parent agents that place their agents (:func:`_placed`)."""
 
 
 def open_model(

@@ -44,7 +44,8 @@ def of_run(
     ledger: TelemetryLedger, run: Run, invocation_context: Any
 ) -> tuple[Outcome, str | None]:
     """The outcome and close reason of a run that reached ``after_run``."""
-    if not ledger.will_record(run.entry):
+    entry = run.entry
+    if not (ledger.records_all or entry.recording):  # ledger.will_record(entry)
         # Sampled out, nothing under it recorded, no metrics: the outcome
         # would be written nowhere, so it is not worked out.
         return Outcome.OK, None
@@ -69,7 +70,7 @@ def conclude_agent(
     ledger: TelemetryLedger, entry: Entry, run: Run | None, callback_context: Any
 ) -> None:
     """Conclude an agent span at ``after_agent``."""
-    if not ledger.will_record(entry):
+    if not (ledger.records_all or entry.recording):  # ledger.will_record(entry)
         # Sampled out, nothing under it recorded, no metrics: no outcome to work out.
         ledger.conclude(entry, Outcome.OK)
         return

@@ -965,6 +965,19 @@ def function_call_ids(event: Any) -> list[tuple[str, str]]:
 
 def function_response_ids(event: Any) -> list[str]:
     """The ids of the function responses an event carries (a tool's result)."""
+    try:  # ADK's event, read directly (this runs for events while a tool span waits)
+        content = event.content
+        parts = content.parts if content is not None else None
+        return [
+            part.function_response.id
+            for part in parts or ()
+            if part.function_response is not None and part.function_response.id.__class__ is str
+        ]
+    except AttributeError:
+        return _function_response_ids(event)
+
+
+def _function_response_ids(event: Any) -> list[str]:
     found = []
     for part in getattr(getattr(event, "content", None), "parts", None) or ():
         response = getattr(part, "function_response", None)
