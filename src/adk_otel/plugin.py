@@ -108,6 +108,7 @@ class AdkOtelPlugin(BasePlugin):
         self._keys = itertools.count()
         # Root agents whose remote agents already carry the trace (lifecycle/remote.py).
         self._propagating: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
+        self._last_root: weakref.ref[Any] | None = None
         if self._options.tracer_provider is not None or not isinstance(
             trace.get_tracer_provider(), trace.ProxyTracerProvider
         ):
@@ -201,12 +202,9 @@ class AdkOtelPlugin(BasePlugin):
                 self._looked_around = True
                 coexistence.warn_about_others()
             ledger = self._ledger
+            root = getattr(invocation_context, "agent", None)
             # A Workflow root (ADK gives its runs no agent): its nodes get spans.
-            adk_run_span = (
-                trace.get_current_span()
-                if getattr(invocation_context, "agent", 1) is None
-                else None
-            )
+            adk_run_span = trace.get_current_span() if root is None else None
             run = self._runs.open(
                 ledger,
                 invocation_context,
@@ -224,8 +222,7 @@ class AdkOtelPlugin(BasePlugin):
                 elif not self._told_no_nodes:
                     self._told_no_nodes = True  # ADK's tracer is not one adk-otel answers for
                     logger.warning(nodes.UNROUTED)
-            root = getattr(invocation_context, "agent", None)
-            if root is not None and self._propagating.get(id(root)) is not root:
+            if root is not None and self._unpropagated(root):
                 remote.propagate_from(self._propagating, root)
             if self._capture is not None:
                 self._capture.put(
@@ -233,6 +230,18 @@ class AdkOtelPlugin(BasePlugin):
                 )
         except Exception:
             self._guard.failed("before_run_callback")
+
+    def _unpropagated(self, root: Any) -> bool:
+        """Whether ``root``'s remote agents do not carry the trace yet (the
+        root of the previous run, the usual case, is known without a look-up)."""
+        last = self._last_root
+        if last is not None and last() is root:
+            return False
+        try:
+            self._last_root = weakref.ref(root)
+        except TypeError:
+            self._last_root = None
+        return self._propagating.get(id(root)) is not root
 
     def _claim_nodes(
         self, adk_run_span: trace.Span, run: runs.Run, invocation_context: Any

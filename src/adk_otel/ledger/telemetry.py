@@ -140,14 +140,14 @@ class TelemetryLedger(Ledger):
         if kind.__class__ is not str:
             kind = str(kind)
         up = entry.parent
-        if up is None and kind == INVOCATION:
+        if up is None and kind == INVOCATION and self._tools_by_span:
             up = self._calling_tool(parent_context)
         # rollups_over(up) written out for the usual case, an open parent.
         found = up.facts if up is not None else None
         if found is not None:
             above = (found, *found.above) if found.kind in ROLLUP_KINDS else found.above
         else:
-            above = rollups_over(up)
+            above = rollups_over(up) if up is not None else ()
         facts = Facts(kind, above, attributes)  # positional: see Entry
         if self.instruments is not None:
             facts.started = time.perf_counter_ns()
