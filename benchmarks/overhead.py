@@ -574,8 +574,10 @@ def markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-TARGETS = {"floor": 1.3, "adk": 1.5, "fair_floor": 1.15, "lean": 1.15}
-"""adk-otel's overhead at most this many times each yardstick's overhead."""
+TARGETS: dict[str, float | None] = {"floor": 1.5, "adk": None, "fair_floor": None, "lean": None}
+"""adk-otel's overhead at most this many times each yardstick's (the hot-path
+issue's bound, 1.5x ``floor``, aiming at 1.3x); None: the ratio is reported
+beside it, with no bound of its own."""
 
 
 def targets(result: dict[str, Any]) -> list[str]:
@@ -592,6 +594,9 @@ def targets(result: dict[str, Any]) -> list[str]:
                 continue
             theirs = table[f"{yardstick}/{name}"]["overhead_us"]["median"]
             ratio = ours / theirs if theirs > 0 else None
+            if target is None:
+                parts.append(f"{_fmt(ratio)} x {yardstick}")
+                continue
             met = ratio is not None and ratio <= target
             parts.append(
                 f"{_fmt(ratio)} x {yardstick} (target <= {target}): {'met' if met else 'missed'}"

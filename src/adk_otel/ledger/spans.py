@@ -29,9 +29,9 @@ import logging
 import threading
 import time
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeAlias
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
@@ -147,6 +147,29 @@ class Entry:
         return ctx
 
 
+Extra: TypeAlias = Mapping[str, AttributeValue] | None
+WrapUp: TypeAlias = Callable[
+    [Entry, Facts, Outcome, BaseException | None, str | None, Extra], Extra
+]
+"""Works out the attributes a span with facts ends with (roll-ups), ``Extra`` among them."""
+AfterEnd: TypeAlias = Callable[
+    [Facts, Outcome, BaseException | None, str | None, Extra, Conclusion | None], None
+]
+"""Called after a span with facts ended (metrics)."""
+
+
+def _unchanged(
+    entry: Entry,
+    facts: Facts,
+    outcome: Outcome,
+    error: BaseException | None,
+    reason: str | None,
+    extra: Extra,
+) -> Extra:
+    """:data:`WrapUp` of a ledger that keeps nothing beside its spans."""
+    return extra
+
+
 class Ledger:
     """Opens spans on a tracer and ends each exactly once."""
 
@@ -163,6 +186,8 @@ class Ledger:
         """Recording spans ended so far (the shutdown report counts them)."""
         self.durations = False
         """Whether conclusions keep a ``perf_counter_ns`` end (for metrics)."""
+        self.wrap_up: WrapUp = _unchanged
+        self.after_end: AfterEnd | None = None
         self.on_conclude = False
         """Whether :meth:`_concluded` runs at each conclusion."""
 
@@ -506,7 +531,7 @@ class Ledger:
         span = entry.span
         if facts is not None:
             try:
-                extra = self._wrap_up(entry, facts, outcome, error, reason, extra)
+                extra = self.wrap_up(entry, facts, outcome, error, reason, extra)
             except Exception:
                 self._failed("rolling up a span's totals")
         try:
@@ -544,32 +569,8 @@ class Ledger:
                 span.end(pending.end_time if pending is not None else None)
             except Exception:
                 self._failed("ending a span")
-        if facts is not None and self.durations:
-            self._ended(facts, outcome, error, reason, extra, pending)
-
-    def _wrap_up(
-        self,
-        entry: Entry,
-        facts: Facts,
-        outcome: Outcome,
-        error: BaseException | None,
-        reason: str | None,
-        extra: Mapping[str, AttributeValue] | None,
-    ) -> Mapping[str, AttributeValue] | None:
-        """The attributes a span with ``facts`` ends with, ``extra`` among
-        them, worked out as it ends (before the outcome is written)."""
-        return extra
-
-    def _ended(
-        self,
-        facts: Facts,
-        outcome: Outcome,
-        error: BaseException | None,
-        reason: str | None,
-        extra: Mapping[str, AttributeValue] | None,
-        pending: Conclusion | None,
-    ) -> None:
-        """Called after a span with ``facts`` ended, while :attr:`durations` is set."""
+        if facts is not None and self.after_end is not None:
+            self.after_end(facts, outcome, error, reason, extra, pending)
 
     @staticmethod
     def _record_outcome(

@@ -106,6 +106,7 @@ class TelemetryLedger(Ledger):
     def __init__(self, tracer: trace.Tracer, instruments: Instruments | None = None) -> None:
         self._details: DetailsLog | None = None
         super().__init__(tracer)
+        self.wrap_up = self._wrap_up
         self.retarget(tracer, instruments)
         self._tools_by_span: dict[int, Entry] = {}
 
@@ -123,6 +124,7 @@ class TelemetryLedger(Ledger):
         super().retarget(tracer)
         self.instruments = instruments
         self.durations = instruments is not None
+        self.after_end = self._ended if instruments is not None else None
         # Metrics count sampled-out operations too, with their full dimensions.
         self.records_all = instruments is not None or not self._follows_parent
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -121,6 +122,31 @@ def _keep(store: dict[tuple[Any, ...], Opening], key: tuple[Any, ...], opening: 
     return opening
 
 
+def _kept(
+    store: dict[tuple[Any, ...], Opening],
+    key: tuple[Any, ...],
+    held: Any,
+    build: Callable[..., Opening],
+    arguments: tuple[Any, ...],
+) -> Opening:
+    """The opening kept under ``key`` while it holds, else ``build(*arguments,
+    weak reference to held)`` kept there. An unhashable key or a model object
+    with no weak references: built each time."""
+    try:
+        found = store.get(key)
+    except TypeError:
+        return build(*arguments, None)
+    if found is not None and (
+        (found.model is None and found.environment is None) or _fresh(found, held)
+    ):
+        return found
+    try:
+        ref = _weak(held)
+    except TypeError:
+        return build(*arguments, None)
+    return _keep(store, key, build(*arguments, ref))
+
+
 def _fresh(found: Opening, model: Any) -> bool:
     """Whether a kept opening still holds: its model the same object, the
     environment it was read under unchanged."""
@@ -189,19 +215,7 @@ def agent_opening(agent_obj: Any, parent_name: str | None, latest: bool = False)
             part,
             latest,
         )
-    try:
-        found = _agent_openings.get(key)
-    except TypeError:  # an unhashable field value: built each time
-        return _agent_opening(agent_obj, parent_name, latest, None)
-    if found is not None and (
-        (found.model is None and found.environment is None) or _fresh(found, held)
-    ):
-        return found
-    try:
-        ref = _weak(held)
-    except TypeError:  # a model object with no weak references: built each time
-        return _agent_opening(agent_obj, parent_name, latest, None)
-    return _keep(_agent_openings, key, _agent_opening(agent_obj, parent_name, latest, ref))
+    return _kept(_agent_openings, key, held, _agent_opening, (agent_obj, parent_name, latest))
 
 
 def _agent_opening(agent_obj: Any, parent_name: str | None, latest: bool, held: Any) -> Opening:
@@ -252,20 +266,8 @@ def model_opening(
         )
     part, held = _model_key(agent_obj)
     key = (model_str, agent_name, part, streaming, latest)
-    try:
-        found = _model_openings.get(key)
-    except TypeError:
-        return _model_opening(agent_obj, agent_name, llm_request, streaming, None)
-    if found is not None and (
-        (found.model is None and found.environment is None) or _fresh(found, held)
-    ):
-        return found
-    try:
-        ref = _weak(held)
-    except TypeError:  # a model object with no weak references: built each time
-        return _model_opening(agent_obj, agent_name, llm_request, streaming, None)
-    return _keep(
-        _model_openings, key, _model_opening(agent_obj, agent_name, llm_request, streaming, ref)
+    return _kept(
+        _model_openings, key, held, _model_opening, (agent_obj, agent_name, llm_request, streaming)
     )
 
 
@@ -307,13 +309,18 @@ def tool_opening(tool_obj: Any, agent_name: Any) -> Opening:
         name = getattr(tool_obj, "name", None)
         description = getattr(tool_obj, "description", None)
         long_running = bool(getattr(tool_obj, "is_long_running", False))
-    key: tuple[Any, ...] = (cls, name, description, long_running, agent_name)
-    try:
-        found = _tool_openings.get(key)
-    except TypeError:  # an unhashable field value: built each time
-        found, key = None, ()
-    if found is not None:
-        return found
+    return _kept(
+        _tool_openings,
+        (cls, name, description, long_running, agent_name),
+        None,
+        _tool_opening,
+        (cls, name, description, long_running, agent_name),
+    )
+
+
+def _tool_opening(
+    cls: type, name: Any, description: Any, long_running: bool, agent_name: Any, _: Any
+) -> Opening:
     attributes: Attributes = {
         sc.ADK_SPAN_KIND: _TOOL,
         sc.OPENINFERENCE_SPAN_KIND: sc.OI_TOOL,
@@ -329,10 +336,9 @@ def tool_opening(tool_obj: Any, agent_name: Any) -> Opening:
     }
     if long_running:
         attributes[sc.ADK_TOOL_LONG_RUNNING] = True
-    opening = Opening(
+    return Opening(
         sanitize.clean(f"execute_tool {name}"), dict(sanitize.attributes(attributes) or {})
     )
-    return _keep(_tool_openings, key, opening) if key else opening
 
 
 def ids(invocation_id: Any, conversation_id: Any) -> Attributes:
@@ -372,13 +378,11 @@ def invocation_opening(app_name: Any, root_name: Any, workflow: str | None) -> O
     operation). A run of an agent root has no GenAI operation of its own: its
     root agent's ``invoke_agent`` span is its child, and repeating that here
     would count the agent twice."""
-    key: tuple[Any, ...] = (app_name, root_name, workflow)
-    try:
-        found = _invocation_openings.get(key)
-    except TypeError:  # an unhashable value: built each time
-        found, key = None, ()
-    if found is not None:
-        return found
+    key = (app_name, root_name, workflow)
+    return _kept(_invocation_openings, key, None, _invocation_opening, key)
+
+
+def _invocation_opening(app_name: Any, root_name: Any, workflow: str | None, _: Any) -> Opening:
     attributes: Attributes = {
         sc.ADK_SPAN_KIND: _INVOCATION,
         sc.OPENINFERENCE_SPAN_KIND: sc.OI_CHAIN,
@@ -389,11 +393,10 @@ def invocation_opening(app_name: Any, root_name: Any, workflow: str | None) -> O
         attributes[sc.GEN_AI_WORKFLOW_NAME] = workflow
     else:
         _put(attributes, sc.GEN_AI_AGENT_NAME, root_name)
-    opening = Opening(
+    return Opening(
         sanitize.clean(f"invocation {app_name or 'adk'}"),
         dict(sanitize.attributes(attributes) or {}),
     )
-    return _keep(_invocation_openings, key, opening) if key else opening
 
 
 def workflow_name(root: Any) -> str | None:
