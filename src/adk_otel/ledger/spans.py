@@ -368,8 +368,9 @@ class Ledger:
         self._end_open(entry, swept, sweep_reason)
 
     def _end_open(self, entry: Entry, outcome: Outcome, reason: str) -> None:
-        """End ``entry``'s open descendants, deepest first (:meth:`Entry.walk_open`'s
-        order, without a generator per level: this runs at every run's end)."""
+        """End ``entry``'s open descendants, deepest first: each child's own
+        descendants before the child (recursion, not a generator per level:
+        this runs at every run's end)."""
         for child in list(entry.children):
             if child.children:
                 self._end_open(child, outcome, reason)

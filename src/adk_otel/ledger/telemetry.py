@@ -1,8 +1,10 @@
 """Roll-ups, metrics and end-of-span content events, kept beside the span ledger.
 
 :class:`TelemetryLedger` extends the plugin's :class:`~adk_otel.ledger.spans.Ledger`
-at ``start`` and ``_finish``, the one place every span ends, so spans ADK never
-closes (swept, cancelled, closed early) get their numbers too:
+where a span starts (``_started``), is concluded (``_concluded``) and ends
+(the ledger's ``wrap_up`` and ``after_end`` steps of ``_finish``, the one place
+every span ends), so spans ADK never closes (swept, cancelled, closed early)
+get their numbers too:
 
 * **Roll-ups.** Model-call token usage and model/tool call counts are added to
   every agent and invocation span above the call and written as that span
