@@ -173,6 +173,19 @@ def _unchanged(
 class Ledger:
     """Opens spans on a tracer and ends each exactly once."""
 
+    records_all: bool
+    """Whether every span is built in full, whatever its parent
+    (:meth:`will_record` read as ``records_all or parent is None or
+    parent.recording``, without a call, in the hot hooks)."""
+    durations: bool
+    """Whether conclusions keep a ``perf_counter_ns`` end (for metrics)."""
+    on_conclude: bool
+    """Whether :meth:`_concluded` runs at each conclusion."""
+    wrap_up: WrapUp
+    """Works out the attributes a span with facts ends with (roll-ups)."""
+    after_end: AfterEnd | None
+    """Called after a span with facts ended (metrics), when set."""
+
     def __init__(self, tracer: trace.Tracer) -> None:
         self._lock = threading.Lock()
         self.retarget(tracer)
@@ -185,11 +198,9 @@ class Ledger:
         self.ended: int = 0
         """Recording spans ended so far (the shutdown report counts them)."""
         self.durations = False
-        """Whether conclusions keep a ``perf_counter_ns`` end (for metrics)."""
-        self.wrap_up: WrapUp = _unchanged
-        self.after_end: AfterEnd | None = None
+        self.wrap_up = _unchanged
+        self.after_end = None
         self.on_conclude = False
-        """Whether :meth:`_concluded` runs at each conclusion."""
 
     def __len__(self) -> int:
         return len(self._open)
@@ -282,9 +293,6 @@ class Ledger:
         """Whether a child of an unsampled span is never recorded (the SDK's
         ParentBased samplers, the default): then its attributes are not built."""
         self.records_all = not self._follows_parent
-        """Whether every span is built in full, whatever its parent
-        (:meth:`will_record` read as ``records_all or parent is None or
-        parent.recording``, without a call, in the hot hooks)."""
 
     def will_record(self, parent: Entry | None) -> bool:
         """False when a span under ``parent`` is sure not to be recorded (its

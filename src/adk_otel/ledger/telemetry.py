@@ -34,7 +34,7 @@ from ..semconv import Outcome
 from . import metrics
 from .facts import INVOCATION, MODEL, ROLLUP_KINDS, TOOL, Facts, dimensions
 from .metrics import Instruments
-from .spans import Conclusion, Entry, Ledger, error_type
+from .spans import AfterEnd, Conclusion, Entry, Ledger, WrapUp, error_type
 
 _INFERENCE_EVENT_KEYS = (
     sc.GEN_AI_OPERATION_NAME,
@@ -104,6 +104,13 @@ def rollups_over(entry: Entry | None) -> tuple[Facts, ...]:
 class TelemetryLedger(Ledger):
     """A :class:`Ledger` that also rolls usage up, records metrics and emits
     deferred content events (see the module doc)."""
+
+    # The ledger's switches and steps this class sets (declared again: set here too).
+    records_all: bool
+    durations: bool
+    on_conclude: bool
+    wrap_up: WrapUp
+    after_end: AfterEnd | None
 
     def __init__(self, tracer: trace.Tracer, instruments: Instruments | None = None) -> None:
         self._details: DetailsLog | None = None
