@@ -66,6 +66,34 @@ async def test_gemini_on_vertex_follows_the_backend_variables(
     )
 
 
+async def test_one_agent_follows_the_backend_variables_between_runs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A span's start attributes are built once per configuration (reading.attributes,
+    # Opening): a Google model's are built again when the variables they come from change.
+    monkeypatch.delenv("GOOGLE_GENAI_USE_VERTEXAI", raising=False)
+    monkeypatch.delenv("GOOGLE_GENAI_USE_ENTERPRISE", raising=False)
+    agent = LlmAgent(name="clerk", model=ScriptedGemini(script=[reply("hi"), reply("again")]))
+    first = await run(agent)
+    monkeypatch.setenv("GOOGLE_GENAI_USE_VERTEXAI", "true")
+    second = await run(agent)
+    for rec, provider in ((first, "gcp.gemini"), (second, "gcp.vertex_ai")):
+        assert rec.one("invoke_agent clerk").attributes[sc.GEN_AI_PROVIDER_NAME] == provider
+        model_span = rec.one("generate_content gemini-2.5-flash")
+        assert model_span.attributes[sc.GEN_AI_PROVIDER_NAME] == provider
+
+
+async def test_a_model_renamed_in_place_is_another_model_on_the_agent_span() -> None:
+    model = ScriptedModel(script=[reply("hi"), reply("again")])
+    agent = LlmAgent(name="clerk", model=model)
+    first = await run(agent)
+    model.model = "renamed-model"
+    second = await run(agent)
+    assert first.one("invoke_agent clerk").attributes[sc.GEN_AI_REQUEST_MODEL] == "scripted-model"
+    assert second.one("invoke_agent clerk").attributes[sc.GEN_AI_REQUEST_MODEL] == "renamed-model"
+    assert second.one("generate_content renamed-model")
+
+
 @pytest.mark.parametrize(
     ("model", "expected"),
     [

@@ -164,8 +164,8 @@ def _weak(model: Any) -> Any:
 def _model_key(agent_obj: Any) -> tuple[Any, Any]:
     """``(key part, model object)`` naming an agent's model in a cache key:
     a model named by string is the string (its object is built from it), a
-    model object its ``id()`` (the opening holds a weak reference to it), an
-    inherited one the object it resolves to now. The field is read from the
+    model object its ``id()`` and name (the opening holds a weak reference to
+    it), an inherited one the object it resolves to now. The field is read from the
     instance's values (a dict read: this runs for every agent and model span)."""
     try:
         field = agent_obj.__dict__.get("model", _MISSING)
@@ -183,7 +183,11 @@ def _model_key(agent_obj: Any) -> tuple[Any, Any]:
         field = _agent_model(agent_obj)
         if field is None:
             return None, None
-    return id(field), field
+    try:  # the model's name too: an object whose name is changed in place is another model
+        name = field.model
+    except AttributeError:
+        name = None
+    return (id(field), name), field
 
 
 def _environment_of(provider: Any, server: Any) -> tuple[Any, ...] | None:
