@@ -3,9 +3,7 @@ in-memory span and log exporters: ADK's evaluation, offline."""
 
 from __future__ import annotations
 
-import base64
 import inspect
-import json
 import re
 from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
@@ -27,7 +25,6 @@ from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
 from google.adk.models.registry import LLMRegistry
 from google.genai import types
-from google.protobuf import json_format
 from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -259,15 +256,7 @@ def telemetry() -> Telemetry:
 
 def collector_logs(requests: Sequence[Any]) -> str:
     """``ExportLogsServiceRequest`` s as a collector's file exporter writes a
-    logs pipeline's batches: OTLP JSON, one request per line, hex ids."""
-    lines = []
-    for request in requests:
-        document = json_format.MessageToDict(request)
-        for resource in document.get("resourceLogs", []):
-            for scope in resource.get("scopeLogs", []):
-                for record in scope.get("logRecords", []):
-                    for key in ("traceId", "spanId"):
-                        if key in record:
-                            record[key] = base64.b64decode(record[key]).hex()
-        lines.append(json.dumps(document) + "\n")
-    return "".join(lines)
+    logs pipeline's batches (the CLI tests' writer, as text)."""
+    from cli.collector_files import logs_lines  # imported here: only the tests call it
+
+    return logs_lines(requests).decode("utf-8")
