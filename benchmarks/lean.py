@@ -379,7 +379,7 @@ def lean_plugin(provider: Any, off: frozenset[str] = frozenset()) -> Any:
                 app = self.apps.get(key)
                 if app is None:
                     app = self.apps[key] = Info(
-                        sanitize.clean(attrs.invocation_span_name(ic)),
+                        attrs.invocation_opening(*key, None).name,
                         static(attrs.invocation(ic), (invocation_key, conversation_key)),
                     )
                 iid, sid, uid = safe(ic.invocation_id), safe(ic.session.id), safe(ic.user_id)

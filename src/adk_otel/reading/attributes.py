@@ -413,10 +413,6 @@ def workflow_name(root: Any) -> str | None:
     return name if isinstance(name, str) and name else None
 
 
-def invocation_span_name(invocation_context: Any) -> str:
-    return f"invocation {getattr(invocation_context, 'app_name', None) or 'adk'}"
-
-
 def agent(
     agent_obj: Any, callback_context: Any, parent_name: str | None, latest: bool = False
 ) -> Attributes:
