@@ -119,19 +119,20 @@ def open_model(
     callback context carries (the same object reaches its after hook)."""
     actions = callback_context.actions
     ledger.unwind()
-    if ledger.records_all or parent is None or parent.recording:  # ledger.will_record
-        if run is not None:
-            opening = attrs.model_opening(callback_context, llm_request, run.streams, latest)
-            attributes = {**opening.attributes, **run.ids}
-            config = llm_request.config
-            if config is not None:
-                attrs.request_parameters(attributes, config, latest)
-            name = opening.name
-        else:
-            attributes = attrs.model_request(callback_context, llm_request, latest)
-            name = sanitize.clean(f"generate_content {attrs.model_name(llm_request)}")
-    else:
-        attributes = attrs.MODEL_KIND_ONLY
+    recording = ledger.records_all or parent is None or parent.recording  # ledger.will_record
+    if recording and run is not None:
+        opening = attrs.model_opening(callback_context, llm_request, run.streams, latest)
+        attributes = {**opening.attributes, **run.ids}
+        config = llm_request.config
+        if config is not None:
+            attrs.request_parameters(attributes, config, latest)
+        name = opening.name
+    else:  # no run in sight (its ids read here), or sampled out (its layer only)
+        attributes = (
+            attrs.model_request(callback_context, llm_request, latest)
+            if recording
+            else attrs.MODEL_KIND_ONLY
+        )
         name = sanitize.clean(f"generate_content {attrs.model_name(llm_request)}")
     entry = ledger.start(
         keys.model(actions),

@@ -284,11 +284,12 @@ def _model_opening(
         model = None  # a callback switched the model: trust the request
     provider = provider_name(model, model_str)
     server = model_server(model) if model is not None else None
+    name = model_name(llm_request)
     attributes: Attributes = {
         sc.ADK_SPAN_KIND: _MODEL,
         sc.OPENINFERENCE_SPAN_KIND: sc.OI_LLM,
         sc.GEN_AI_OPERATION_NAME: sc.OP_GENERATE_CONTENT,
-        sc.GEN_AI_REQUEST_MODEL: model_name(llm_request),
+        sc.GEN_AI_REQUEST_MODEL: name,
         **_present({sc.GEN_AI_AGENT_NAME: agent_name, sc.GEN_AI_PROVIDER_NAME: provider}),
     }
     if server is not None:
@@ -296,7 +297,7 @@ def _model_opening(
     if streaming:
         attributes[sc.GEN_AI_REQUEST_STREAM] = True
     return Opening(
-        sanitize.clean(f"generate_content {model_name(llm_request)}"),
+        sanitize.clean(f"generate_content {name}"),
         dict(sanitize.attributes(attributes) or {}),
         held,
         _environment_of(provider, server),
