@@ -87,6 +87,12 @@ def _since_start(entry: Entry, facts: Facts, now: int) -> float | None:
     return (time.time_ns() - start) / 1e9 if isinstance(start, int) else None
 
 
+def _category(extra: Mapping[str, AttributeValue] | None) -> str:
+    """An ERROR span's ``adk.error.category`` (``other`` when none was given)."""
+    found = extra.get(sc.ADK_ERROR_CATEGORY) if extra else None
+    return found if isinstance(found, str) else "other"
+
+
 def rollups_over(entry: Entry | None) -> tuple[Facts, ...]:
     """The agent and invocation spans a span opened under ``entry`` (its
     parent, or for an ``AgentTool``'s nested run the calling tool) rolls up
@@ -293,25 +299,20 @@ class TelemetryLedger(Ledger):
         if instruments is None:
             return
         try:
-            found = extra.get(sc.ADK_ERROR_CATEGORY) if extra else None
-            category = (
-                (found if isinstance(found, str) else "other") if outcome is Outcome.ERROR else None
-            )
+            category = _category(extra) if outcome is Outcome.ERROR else None
             ended = pending.end_perf if pending is not None else None
             metrics.record_end(instruments, facts, outcome, error, reason, category, extra, ended)
         except Exception:
             self._failed("recording a span's metrics")
 
-    def _count_failure(self, facts: Facts, extra: Mapping[str, AttributeValue] | None) -> str:
+    def _count_failure(self, facts: Facts, extra: Mapping[str, AttributeValue] | None) -> None:
         """An ERROR span: counted on every agent and invocation span above it."""
-        found = extra.get(sc.ADK_ERROR_CATEGORY) if extra else None
-        category = found if isinstance(found, str) else "other"
+        category = _category(extra)
         for totals in facts.above:
             totals.errors += 1
             if totals.categories is None:
                 totals.categories = set()
             totals.categories.add(category)
-        return category
 
     def _wrap_up(
         self,
