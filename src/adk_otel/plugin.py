@@ -18,7 +18,6 @@ loop iterations and retries).
 from __future__ import annotations
 
 import functools
-import itertools
 import logging
 import sys
 import weakref
@@ -105,7 +104,7 @@ class AdkOtelPlugin(BasePlugin):
         """Set when ADK's dev server reads this plugin's spans (see integrations/devui.py)."""
         self._runs = runs.Runs()
         self._sharing = sharing.Sharing(self)
-        self._keys = itertools.count()
+        self._agent_keys = keys.agents()
         # Root agents whose remote agents already carry the trace (lifecycle/remote.py).
         self._propagating: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
         self._last_root: weakref.ref[Any] | None = None
@@ -329,7 +328,7 @@ class AdkOtelPlugin(BasePlugin):
             ledger = self._ledger
             if run is not None and run.transfers:
                 transfers.end_transferred(ledger, run, agent.name)
-            key = keys.agent(next(self._keys))
+            key = next(self._agent_keys)
             entry = opening.open_agent(ledger, run, key, agent, callback_context, self._latest)
             if run is not None:
                 run.agents.setdefault(agent.name, []).append(entry)

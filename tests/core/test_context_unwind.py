@@ -89,3 +89,52 @@ def test_a_span_ended_where_it_is_current_is_detached_at_once():
     assert child._token is None
     home.run(ledger.end_entry, parent, Outcome.OK)
     assert home.run(trace.get_current_span) is trace.INVALID_SPAN
+
+
+_OTHER_RUNTIME = """
+import contextvars
+from opentelemetry import context as otel_context
+from opentelemetry.context.contextvars_context import ContextVarsRuntimeContext
+
+class Recording(ContextVarsRuntimeContext):
+    "A runtime context of the application's own: the API's calls go through it."
+    calls = 0
+    def attach(self, context):
+        Recording.calls += 1
+        return super().attach(context)
+
+otel_context._RUNTIME_CONTEXT = Recording()  # before adk-otel is imported
+
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from adk_otel.ledger.spans import Ledger
+from adk_otel.semconv import Outcome
+
+ledger = Ledger(TracerProvider().get_tracer("test"))
+home = contextvars.copy_context()
+parent = home.run(ledger.start, "parent", "parent", current=True)
+child = home.run(ledger.start, "child", "child", parent=parent, current=True)
+assert Recording.calls == 2, Recording.calls  # attached through the application's runtime
+assert home.run(trace.get_current_span) is child.span
+contextvars.copy_context().run(ledger.end, "child", Outcome.INCOMPLETE, reason="elsewhere")
+home.run(ledger.unwind)
+assert home.run(trace.get_current_span) is parent.span
+home.run(ledger.end, "parent", Outcome.OK)
+assert home.run(trace.get_current_span) is trace.INVALID_SPAN
+print("ok")
+"""
+
+
+def test_an_application_runtime_context_is_used_as_the_api_uses_it():
+    """The ledger reads and sets the API's context variable itself only with
+    the API's default runtime context: a runtime of the application's own (a
+    subclass here) gets every attach, and attach, unwind and end still leave
+    the right span current."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", _OTHER_RUNTIME], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"

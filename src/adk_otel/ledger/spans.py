@@ -30,11 +30,14 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
+from opentelemetry.context.contextvars_context import ContextVarsRuntimeContext
+from opentelemetry.sdk import trace as sdk_trace
 from opentelemetry.trace import Span, Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 
@@ -48,12 +51,26 @@ logger: logging.Logger = guarded(logging.getLogger(__name__))
 _STATUS_OK = Status(StatusCode.OK)
 _OK_ATTRIBUTES: Mapping[str, AttributeValue] = {ADK_OUTCOME: Outcome.OK.value}
 _RUNTIME = getattr(otel_context, "_RUNTIME_CONTEXT", None)
-_current = getattr(_RUNTIME, "get_current", None) or otel_context.get_current
+_VAR: ContextVar[otel_context.Context] | None = (
+    getattr(_RUNTIME, "_current_context", None)
+    if type(_RUNTIME) is ContextVarsRuntimeContext
+    else None
+)
+_current: Callable[[], otel_context.Context] = (
+    _VAR.get if _VAR is not None else otel_context.get_current
+)
 current_context = _current
-_attach = getattr(_RUNTIME, "attach", None) or otel_context.attach
-"""The API's ``get_current`` and ``attach`` without their one-line wrappers
-(the runtime context the API itself calls; the API's own when it has none):
-the ledger reads the current context several times per span."""
+_attach: Callable[[otel_context.Context], Any] = (
+    _VAR.set if _VAR is not None else otel_context.attach
+)
+"""The API's ``get_current`` and ``attach`` without their wrappers: with the
+API's default runtime context (exactly its class, not a subclass that could
+change them), the context variable it reads and sets, whose tokens it
+resets; else the API's own functions. The ledger reads the current context
+several times per span."""
+_SDK_SPAN: type | None = getattr(sdk_trace, "_Span", None)
+"""The SDK's span class: one it has just started records (``is_recording``
+is ``end_time is None``), so its ``is_recording()`` is not asked."""
 _ENTRY = "_adk_otel_entry"
 """Attribute of an entry's OpenTelemetry context naming the entry, so the
 entry behind the current context is found in one lookup (see unwind)."""
@@ -185,11 +202,15 @@ class Ledger:
     """Works out the attributes a span with facts ends with (roll-ups)."""
     after_end: AfterEnd | None
     """Called after a span with facts ended (metrics), when set."""
+    get: Callable[[object], Entry | None]
+    """The open entry filed under a key, else None (the filing dict's own
+    ``get``: the after hooks and the response events look entries up by key)."""
 
     def __init__(self, tracer: trace.Tracer) -> None:
         self._lock = threading.Lock()
         self.retarget(tracer)
         self._open: dict[object, Entry] = {}
+        self.get = self._open.get
         self.concluded: int = 0
         """Entries concluded and not yet ended (see conclude)."""
         self.failures: int = 0
@@ -204,9 +225,6 @@ class Ledger:
 
     def __len__(self) -> int:
         return len(self._open)
-
-    def get(self, key: object) -> Entry | None:
-        return self._open.get(key)
 
     def start(
         self,
@@ -241,7 +259,8 @@ class Ledger:
             span = self.tracer.start_span(
                 name, context=ctx, kind=kind, attributes=attributes, links=links
             )
-            entry = Entry(span, key, parent, anchor, span.is_recording())
+            recording = span.__class__ is _SDK_SPAN or span.is_recording()
+            entry = Entry(span, key, parent, anchor, recording)
             if current:
                 # Entry.context written out: made here for the attach below.
                 made = entry._context = trace.set_span_in_context(span)
@@ -255,7 +274,7 @@ class Ledger:
             parent.children.append(entry)
         if stale is not None:
             # The same key opened twice without a close: never leak the first.
-            self._end(stale, Outcome.INCOMPLETE, None, "reopened")
+            self._finish(stale, Outcome.INCOMPLETE, None, "reopened")
         entry.opened_with = attributes
         self._started(entry, attributes or {}, parent_context)
         if current:
@@ -365,7 +384,7 @@ class Ledger:
         ``extra`` (clean) attributes are written with the outcome, in one call."""
         if entry.children:
             self._sweep(entry, outcome, reason)
-        self._end(entry, outcome, error, reason, extra, description)
+        self._finish(entry, outcome, error, reason, extra, description)
 
     def _sweep(self, entry: Entry, outcome: Outcome, reason: str | None) -> None:
         """End ``entry``'s open descendants: concluded ones as decided, the
@@ -383,7 +402,7 @@ class Ledger:
             if child.children:
                 self._end_open(child, outcome, reason)
             if not child.ended:
-                self._end(child, outcome, None, reason)
+                self._finish(child, outcome, None, reason)
 
     def conclude(
         self,
@@ -435,23 +454,15 @@ class Ledger:
 
     def settle(self, entry: Entry) -> None:
         """End a concluded entry with its conclusion (a no-op otherwise)."""
-        pending = entry.pending
-        if pending is not None and not entry.ended:
-            self._finish(
-                entry,
-                pending.outcome,
-                pending.error,
-                pending.reason,
-                pending.extra,
-                pending.description,
-            )
+        if entry.pending is not None:
+            self._finish(entry, Outcome.INCOMPLETE, None, None)  # the conclusion decides
 
     def settle_children(self, entry: Entry) -> None:
         """End ``entry``'s concluded children: a new operation under it has
         begun, so their layers are over."""
         for child in list(entry.children):
             if child.pending is not None:
-                self.settle(child)
+                self._finish(child, Outcome.INCOMPLETE, None, None)  # the conclusion decides
 
     def unwind(self) -> None:
         """Detach, in this context, entries that ended while current here but
@@ -474,21 +485,6 @@ class Ledger:
             ref = getattr(ctx, _ENTRY, None)
             entry = ref() if ref is not None else None
 
-    def _end(
-        self,
-        entry: Entry,
-        outcome: Outcome,
-        error: BaseException | None,
-        reason: str | None,
-        extra: Mapping[str, AttributeValue] | None = None,
-        description: str | None = None,
-    ) -> None:
-        """:meth:`_finish`, with the entry's own conclusion in charge when it has one."""
-        if entry.pending is None:
-            self._finish(entry, outcome, error, reason, extra, description)
-        else:
-            self.settle(entry)
-
     def end_all(self, outcome: Outcome, reason: str) -> int:
         """End every open span (plugin close, shutdown). Returns how many."""
         with self._lock:
@@ -501,7 +497,7 @@ class Ledger:
         with self._lock:
             leftovers = list(self._open.values())
         for entry in leftovers:
-            self._end(entry, outcome, None, reason)
+            self._finish(entry, outcome, None, reason)
         return count
 
     def _finish(
@@ -514,7 +510,8 @@ class Ledger:
         description: str | None = None,
     ) -> None:
         """End the span with its outcome (and ``extra`` attributes), all set
-        in one call; a no-op when the entry already ended."""
+        in one call; a no-op when the entry already ended. A concluded entry
+        ends as its conclusion decided, whichever closer ends it."""
         with self._lock:
             if entry.ended:
                 return
@@ -529,6 +526,8 @@ class Ledger:
             self.ended += recording
             if pending is not None:
                 self.concluded -= 1
+                outcome, error, reason = pending.outcome, pending.error, pending.reason
+                extra, description = pending.extra, pending.description
             if self._open.get(entry.key) is entry:
                 del self._open[entry.key]
             if parent is not None:

@@ -20,6 +20,9 @@ Only this module builds them, so both ends always build the same key.
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterator
+
 Key = tuple[object, ...]
 
 
@@ -35,9 +38,12 @@ def tool(invocation_id: object, call_id: object) -> Key:
     return ("tool", invocation_id, call_id)
 
 
-def agent(serial: int) -> Key:
-    return ("agent", serial)
+def agents() -> Iterator[Key]:
+    """A new agent-run key at each ``next()``: ``("agent", serial)``, made
+    in C (one per agent run)."""
+    return zip(itertools.repeat("agent"), itertools.count())
 
 
-def node(serial: int) -> Key:
-    return ("node", serial)
+def nodes() -> Iterator[Key]:
+    """A new node-run key at each ``next()``: ``("node", serial)``."""
+    return zip(itertools.repeat("node"), itertools.count())

@@ -40,7 +40,6 @@ Nothing here imports ADK: node kinds are read from a ``Workflow``'s public
 from __future__ import annotations
 
 import asyncio
-import itertools
 import sys
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -365,7 +364,7 @@ class NodeTracer(RoutedTracer):
 
     def __init__(self, sdk_tracer: trace.Tracer, *, native: bool = False) -> None:
         super().__init__(sdk_tracer, native=native)
-        self._keys = itertools.count()
+        self._node_keys = keys.nodes()
 
     def start_span(
         self,
@@ -481,7 +480,7 @@ class NodeTracer(RoutedTracer):
             for inherited in (sc.ADK_LOOP_ITERATION, sc.ADK_PARALLEL_BRANCH):
                 if inherited in placed:
                     start[inherited] = placed[inherited]
-        key = keys.node(next(self._keys))
+        key = next(self._node_keys)
         entry = scope.ledger.start(key, name, parent=parent_entry, attributes=start)
         node = latest[node_name] = NodeSpan(scope, entry, node_name, path, attempt)
         scope.open_paths[path] = node

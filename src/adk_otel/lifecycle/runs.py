@@ -265,9 +265,10 @@ class Runs:
     def pop_agent(self, invocation_id: str, name: str) -> tuple[Entry | None, Run | None]:
         """The innermost open span of agent ``name``, taken off its run's
         stack (its terminal hook is running), and the run."""
-        run = self.latest(invocation_id)
-        if run is None:
+        runs = self.by_invocation.get(invocation_id)  # latest(), at every agent's end
+        if not runs:
             return self.orphans.pop((invocation_id, name), None), None
+        run = runs[-1]
         entry = run.innermost_agent(name)
         if entry is not None:
             run.agents[name].pop()
