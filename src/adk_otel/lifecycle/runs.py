@@ -265,7 +265,7 @@ class Runs:
     def pop_agent(self, invocation_id: str, name: str) -> tuple[Entry | None, Run | None]:
         """The innermost open span of agent ``name``, taken off its run's
         stack (its terminal hook is running), and the run."""
-        runs = self.by_invocation.get(invocation_id)  # latest(), at every agent's end
+        runs = self.by_invocation.get(invocation_id)  # Runs.latest written out: every agent end
         if not runs:
             return self.orphans.pop((invocation_id, name), None), None
         run = runs[-1]
