@@ -454,15 +454,16 @@ class Ledger:
 
     def settle(self, entry: Entry) -> None:
         """End a concluded entry with its conclusion (a no-op otherwise)."""
-        if entry.pending is not None:
-            self._finish(entry, Outcome.INCOMPLETE, None, None)  # the conclusion decides
+        pending = entry.pending
+        if pending is not None:
+            self._finish(entry, pending.outcome, pending.error, pending.reason)
 
     def settle_children(self, entry: Entry) -> None:
         """End ``entry``'s concluded children: a new operation under it has
         begun, so their layers are over."""
         for child in list(entry.children):
             if child.pending is not None:
-                self._finish(child, Outcome.INCOMPLETE, None, None)  # the conclusion decides
+                self.settle(child)
 
     def unwind(self) -> None:
         """Detach, in this context, entries that ended while current here but

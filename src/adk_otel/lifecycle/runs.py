@@ -265,10 +265,9 @@ class Runs:
     def pop_agent(self, invocation_id: str, name: str) -> tuple[Entry | None, Run | None]:
         """The innermost open span of agent ``name``, taken off its run's
         stack (its terminal hook is running), and the run."""
-        runs = self.by_invocation.get(invocation_id)  # Runs.latest written out: every agent end
-        if not runs:
+        run = self.latest(invocation_id)
+        if run is None:
             return self.orphans.pop((invocation_id, name), None), None
-        run = runs[-1]
         entry = run.innermost_agent(name)
         if entry is not None:
             run.agents[name].pop()
