@@ -309,7 +309,7 @@ def lean_plugin(provider: Any, off: frozenset[str] = frozenset()) -> Any:
             if current() is not layer.context:
                 layer.token = attach(layer.context)
 
-        def _closed(self, run: Run, outcome: Any, reason: str, error: Any) -> None:
+        def _closed(self, run: Run, outcome: Any, *, reason: str, error: Any) -> None:
             """The runner wrapper's closer, once ADK's generator is done: ends
             the run (and what it left open) as after_run decided, else as the
             wrapper saw it stop (cancelled, closed early, failed)."""

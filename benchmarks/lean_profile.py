@@ -145,7 +145,7 @@ def _replay(plugin: Any, calls: list[Any], watched: bool) -> None:
     for hook_name, kwargs in calls:
         drive(getattr(plugin, hook_name)(**kwargs))
     if watch is not None:
-        watch.close_remaining(Outcome.INCOMPLETE, "no_after_run", None)
+        watch.close_remaining(Outcome.INCOMPLETE, reason="no_after_run")
 
 
 BYTECODE_RUNS = 5

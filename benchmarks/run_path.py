@@ -112,7 +112,7 @@ def _replay(plugin: Any, calls: list[Call], spent: Counter[str]) -> None:
         drive(getattr(plugin, hook_name)(**kwargs))
         spent[hook_name] += clock() - start
     start = clock()
-    watch.close_remaining(Outcome.INCOMPLETE, "no_after_run", None)
+    watch.close_remaining(Outcome.INCOMPLETE, reason="no_after_run")
     spent[WRAPPER_END] += clock() - start
 
 

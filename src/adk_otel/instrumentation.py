@@ -8,7 +8,7 @@ from typing import Any, TypeVar, Unpack
 from .integrations import coexistence
 from .lifecycle import runner as runner_wrapper
 from .lifecycle import sharing
-from .lifecycle.options import Given
+from .lifecycle.options import OptionArguments
 from .plugin import AdkOtelPlugin
 from .util.redact import guarded
 
@@ -48,7 +48,7 @@ def _reject(target: Any) -> TypeError:
     )
 
 
-def instrument(target: Target, **options: Unpack[Given]) -> Target:
+def instrument(target: Target, **options: Unpack[OptionArguments]) -> Target:
     """Trace every run of ``target`` and return it.
 
     ``meter_provider`` receives the GenAI metrics (default: the global one).

@@ -87,7 +87,7 @@ class AdkOtelPlugin(BasePlugin):
     receives_a2a_responses = True
     """Remote agents' responses reach :meth:`remote_response` (see integrations/a2a.py)."""
 
-    def __init__(self, name: str = "adk_otel", **given: Unpack[options.Given]) -> None:
+    def __init__(self, name: str = "adk_otel", **given: Unpack[options.OptionArguments]) -> None:
         super().__init__(name=name)
         self._take(options.Options().updated(given))
         self._guard = HookGuard()
@@ -117,7 +117,7 @@ class AdkOtelPlugin(BasePlugin):
 
     # -- configuration ---------------------------------------------------
 
-    def configure(self, **given: Unpack[options.Given]) -> None:
+    def configure(self, **given: Unpack[options.OptionArguments]) -> None:
         """Change the options passed (``None`` keeps an option as it is). Spans
         already open stay in the same bookkeeping and are ended by their own
         hooks, whatever provider later spans go to."""
@@ -128,12 +128,12 @@ class AdkOtelPlugin(BasePlugin):
             return
         self._resolve(ledger)
 
-    def _take(self, given: options.Options) -> None:
-        """Keep the options; the two the hooks read each time are kept apart."""
-        self._options = given
-        self._telemetry = given.telemetry
-        self._classifier = given.error_classifier
-        self._result_failures = failures.result_failures_enabled(given.result_failures)
+    def _take(self, chosen: options.Options) -> None:
+        """Keep the options; the ones the hooks read each time are kept apart."""
+        self._options = chosen
+        self._telemetry = chosen.telemetry
+        self._classifier = chosen.error_classifier
+        self._result_failures = failures.result_failures_enabled(chosen.result_failures)
 
     def prepare(self) -> None:
         """Resolve the tracer provider now (``instrument()`` calls this)."""
@@ -161,7 +161,7 @@ class AdkOtelPlugin(BasePlugin):
             ledger = self._ledger_instance = TelemetryLedger(now.tracer, now.instruments)
         else:
             ledger.retarget(now.tracer, now.instruments)
-        self._capture = capture.of(now.content, ledger)
+        self._capture = capture.for_content(now.content, ledger)
         if ledger.details is not None:
             ledger.details.flush()
         settings = self._options.telemetry
@@ -195,7 +195,7 @@ class AdkOtelPlugin(BasePlugin):
         try:
             if id(invocation_context) in self._runs.by_context:
                 return  # called again: the close witness just went in front (sharing.py)
-            first = runs.lead(self, invocation_context)
+            first = runs.put_first(self, invocation_context)
             if not self._looked_around:
                 # At the first run every instrumentation the application set up is in place.
                 self._looked_around = True
@@ -271,9 +271,9 @@ class AdkOtelPlugin(BasePlugin):
                     # Stopped to wait for input: the run that resumes it links here.
                     self._runs.paused(run)
                     extra = {sc.ADK_INTERRUPT_IDS: list(run.waiting)}
-                    self._close_run(run, Outcome.PAUSED, None, None, extra)
+                    self._close_run(run, Outcome.PAUSED, reason=None, error=None, extra=extra)
                 else:
-                    self._close_run(run, outcome, reason, None)
+                    self._close_run(run, outcome, reason=reason, error=None)
         except Exception:
             self._guard.failed("after_run_callback")
 
@@ -291,10 +291,12 @@ class AdkOtelPlugin(BasePlugin):
                 )
             aborted = abort_reason(error)
             if aborted is not None:
-                self._close_run(run, Outcome.CANCELLED, aborted, None)
+                self._close_run(run, Outcome.CANCELLED, reason=aborted, error=None)
             else:
                 failure = outcomes.classified(error, sc.SpanKind.INVOCATION, run, self._classifier)
-                self._close_run(run, Outcome.ERROR, None, error, failure.attributes)
+                self._close_run(
+                    run, Outcome.ERROR, reason=None, error=error, extra=failure.attributes
+                )
         except Exception:
             self._guard.failed("on_run_error_callback")
 
@@ -302,6 +304,7 @@ class AdkOtelPlugin(BasePlugin):
         self,
         run: runs.Run,
         outcome: Outcome,
+        *,
         reason: str | None,
         error: BaseException | None,
         extra: Mapping[str, AttributeValue] | None = None,
@@ -347,7 +350,7 @@ class AdkOtelPlugin(BasePlugin):
             self._guard.failed("before_agent_callback")
 
     def _end_orphan(
-        self, entry: Any, outcome: Outcome, reason: str, error: BaseException | None
+        self, entry: Any, outcome: Outcome, *, reason: str, error: BaseException | None
     ) -> None:
         if not entry.ended:
             self._ledger.end_entry(entry, outcome, error=error, reason=reason)

@@ -125,8 +125,7 @@ class Entry:
     """One open (or just ended) span and its place in the tree."""
 
     # Made positionally, in this order, for every span: a class called by
-    # keyword costs about twice as much (benchmarks/README.md, "Counted rather
-    # than timed").
+    # keyword costs more (benchmarks/README.md, "Counted rather than timed").
     span: Span
     key: object
     parent: Entry | None

@@ -86,7 +86,7 @@ class Capture:
                 )
 
 
-def of(content: ContentCapture | None, ledger: TelemetryLedger) -> Capture | None:
+def for_content(content: ContentCapture | None, ledger: TelemetryLedger) -> Capture | None:
     """The capture the hooks use: None while content capture is off."""
     return Capture(content, ledger) if content is not None else None
 

@@ -1,5 +1,5 @@
 """The plugin's options: one frozen :class:`Options`, the keywords of
-``instrument()``, ``AdkOtelPlugin`` and ``configure()`` (:class:`Given`), and
+``instrument()``, ``AdkOtelPlugin`` and ``configure()`` (:class:`OptionArguments`), and
 what they resolve into: the ledger and the values the hooks read.
 
 They are resolved when the ledger is first needed, not when the plugin is
@@ -29,7 +29,7 @@ from ..reading.content import resolve as resolve_content
 from ..reading.failures import ErrorClassifier
 
 
-class Given(TypedDict, total=False):
+class OptionArguments(TypedDict, total=False):
     """The options as keywords of ``instrument()``, ``AdkOtelPlugin`` and
     ``configure()`` (the README's table says what each does); ``None`` or left
     out: not given."""
@@ -67,7 +67,7 @@ class Options:
     error_classifier: ErrorClassifier | None = None
     result_failures: bool | None = None
 
-    def updated(self, given: Given) -> Options:
+    def updated(self, given: OptionArguments) -> Options:
         """These options with those ``given`` (``None`` keeps one as it is); a
         provider that cannot be used counts as not given (pipeline/provider_check.py).
         An unknown keyword raises ``TypeError``."""

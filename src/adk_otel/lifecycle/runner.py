@@ -22,7 +22,7 @@ import logging
 import types
 from collections.abc import AsyncGenerator, Callable, Generator
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, Protocol
 
 import wrapt
 
@@ -36,7 +36,11 @@ WRAPPED_METHODS = ("run_async", "run_live")
 _MARK = "_self_adk_otel_watch"
 """Set on adk-otel's wrappers (wrapt keeps ``_self_`` attributes on the proxy)."""
 
-Closer = Callable[[Outcome, str, BaseException | None], None]
+
+class Closer(Protocol):
+    """Ends what one run left open, as the wrapped call saw it stop."""
+
+    def __call__(self, outcome: Outcome, *, reason: str, error: BaseException | None) -> None: ...
 
 
 class RunWatch:
@@ -50,14 +54,16 @@ class RunWatch:
         self.finished: bool = False
         """Set once ADK's generator is done: closers then end, not conclude."""
 
-    def close_remaining(self, outcome: Outcome, reason: str, error: BaseException | None) -> None:
+    def close_remaining(
+        self, outcome: Outcome, *, reason: str, error: BaseException | None = None
+    ) -> None:
         """End the runs still open; never raises (it runs in a ``finally``
         where an exception would replace the user's own)."""
         self.finished = True
         closers, self.closers = self.closers, []
         for closer in reversed(closers):
             try:
-                closer(outcome, reason, error)
+                closer(outcome, reason=reason, error=error)
             except Exception:
                 logger.warning("adk-otel: closing a run failed", exc_info=True)
 
@@ -148,7 +154,7 @@ async def _watched(inner: AsyncGenerator[Any, None]) -> AsyncGenerator[Any, None
                     outcome, reason, error = Outcome.ERROR, "run_failed", exc
                 raise
     finally:
-        watch.close_remaining(outcome, reason, error)
+        watch.close_remaining(outcome, reason=reason, error=error)
 
 
 def _watch_call(

@@ -15,7 +15,7 @@ import functools
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from opentelemetry import trace
 
@@ -106,8 +106,13 @@ class Run:
 _RESUMABLE = 1024
 """Paused runs remembered per plugin for the run that resumes them."""
 
-Close = Callable[[Run, Outcome, str | None, BaseException | None], None]
-"""Ends a run with an outcome, a close reason and the error, if any."""
+
+class Close(Protocol):
+    """Ends a run with an outcome, a close reason and the error, if any."""
+
+    def __call__(
+        self, run: Run, outcome: Outcome, *, reason: str | None, error: BaseException | None
+    ) -> None: ...
 
 
 @dataclass(slots=True)
@@ -344,22 +349,22 @@ def _watch_task(run: Run, close: Close) -> None:
         if run.closing_early:
             # The task is ADK's own (run_live's event pump), cancelled by
             # ADK because our consumer is closing the run early.
-            close(run, Outcome.INCOMPLETE, "consumer_closed", None)
+            close(run, Outcome.INCOMPLETE, reason="consumer_closed", error=None)
             return
         if done.cancelled():
-            close(run, Outcome.CANCELLED, "cancelled", None)
+            close(run, Outcome.CANCELLED, reason="cancelled", error=None)
             return
         aborted = abort_reason(done.exception())
         if aborted is not None:
-            close(run, Outcome.CANCELLED, aborted, None)
+            close(run, Outcome.CANCELLED, reason=aborted, error=None)
         else:
-            close(run, Outcome.INCOMPLETE, "task_ended", None)
+            close(run, Outcome.INCOMPLETE, reason="task_ended", error=None)
 
     run.on_task_done = on_task_done
     task.add_done_callback(on_task_done)
 
 
-def lead(plugin: Any, invocation_context: Any) -> bool:
+def put_first(plugin: Any, invocation_context: Any) -> bool:
     """Put ``plugin`` first in the run's plugin list, as ``instrument()``
     does, when it was registered later (``--extra_plugins`` appends it): every
     other plugin's callbacks then see the span of their layer. Done while ADK
