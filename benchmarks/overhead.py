@@ -59,6 +59,14 @@ Overhead = the median over rounds of the difference to the ``bare`` sample
 of the same round; [min-max] = the range of that median over ten
 consecutive stretches of rounds.
 
+adk-otel's overhead is read against each yardstick's as a ratio of those
+medians, with its one-sided 95 % bounds (a bootstrap over rounds, each
+resampled whole: ``ratio_bounds``). A target is *met* when the upper bound is
+within it, *missed* when the lower bound is past it, and otherwise the run is
+*unreadable*: on a shared machine the median ratio alone can land on either
+side of a bound from one run to the next. The bounds' calibration is checked
+on simulated noisy rounds (``tests/benchmarks/test_overhead_verdict.py``).
+
 The raw OpenTelemetry SDK span (``start_span`` + ``end`` on the same
 provider, another scope, no attributes and with 6) is measured every round:
 the yardstick for adk-otel's cost per span.
@@ -73,6 +81,8 @@ import argparse
 import asyncio
 import gc
 import json
+import math
+import random
 import statistics
 import sys
 import time
@@ -578,29 +588,90 @@ TARGETS: dict[str, float | None] = {"floor": 1.5, "adk": None, "fair_floor": Non
 """adk-otel's overhead at most this many times each yardstick's (the hot-path
 issue's bound, 1.5x ``floor``, aiming at 1.3x); None: the ratio is reported
 beside it, with no bound of its own."""
+RESAMPLES = 2000
+"""Bootstrap resamples of the rounds behind each ratio's bounds."""
+CONFIDENCE = 0.95
+"""Of each one-sided bound."""
 
 
-def targets(result: dict[str, Any]) -> list[str]:
+def ratio_bounds(
+    ours: list[float],
+    theirs: list[float],
+    bare: list[float],
+    *,
+    seed: int = 0,
+    resamples: int = RESAMPLES,
+) -> tuple[float, float]:
+    """One-sided ``CONFIDENCE`` bounds, lower and upper, of the ratio the
+    verdict reads: median(ours - bare) / median(theirs - bare) over rounds.
+
+    A percentile bootstrap over rounds, each resampled whole (its samples of
+    every configuration together, as they were measured side by side), so a
+    round the machine slowed down moves both overheads alike. A resample
+    whose yardstick overhead is not positive has no ratio: it counts as
+    unbounded above, so a yardstick lost in the noise leaves the upper bound
+    infinite rather than a number."""
+    ours_over = [a - b for a, b in zip(ours, bare, strict=True)]
+    theirs_over = [a - b for a, b in zip(theirs, bare, strict=True)]
+    rounds = len(ours_over)
+    rng = random.Random(seed)
+    ratios = []
+    for _ in range(resamples):
+        picked = [rng.randrange(rounds) for _ in range(rounds)]
+        below = statistics.median([theirs_over[i] for i in picked])
+        above = statistics.median([ours_over[i] for i in picked])
+        ratios.append(above / below if below > 0 else math.inf)
+    ratios.sort()
+    tail = int((1 - CONFIDENCE) * resamples)
+    return ratios[tail], ratios[resamples - 1 - tail]
+
+
+def verdict(target: float, bounds: tuple[float, float]) -> str:
+    """``met`` when the upper bound is within the target, ``missed`` when the
+    lower bound is past it, else ``unreadable``: the run cannot tell."""
+    lower, upper = bounds
+    if upper <= target:
+        return "met"
+    if lower > target:
+        return "missed"
+    return "unreadable"
+
+
+def _bounds_text(bounds: tuple[float, float]) -> str:
+    lower, upper = bounds
+    return f"[{lower:.2f}, {'inf' if math.isinf(upper) else f'{upper:.2f}'}]"
+
+
+def targets(result: dict[str, Any], samples: dict[str, Any] | None = None) -> list[str]:
     """Per workload: adk-otel's overhead against each yardstick's (floor,
-    ADK's own tracing, fair_floor, lean), and the 1 % sampled
-    share of unsampled (target <= 0.25)."""
+    ADK's own tracing, fair_floor, lean), and the 1 % sampled share of
+    unsampled (target <= 0.25). With the ``samples`` the ratios came from,
+    each ratio gets its one-sided bounds (:func:`ratio_bounds`, written
+    ``[lower, upper]``) and a bounded one its verdict from them: on a
+    noisy machine a median ratio alone can land on either side of a bound."""
     verdicts = []
     table = result["table"]
     for name in WORKLOADS:
         ours = table[f"adk_otel/{name}"]["overhead_us"]["median"]
         parts = [f"{name}: overhead {ours:.0f} µs"]
+        cells = samples[name] if samples is not None else None
         for yardstick, target in TARGETS.items():
             if f"{yardstick}/{name}" not in table:
                 continue
             theirs = table[f"{yardstick}/{name}"]["overhead_us"]["median"]
             ratio = ours / theirs if theirs > 0 else None
-            if target is None:
-                parts.append(f"{_fmt(ratio)} x {yardstick}")
-                continue
-            met = ratio is not None and ratio <= target
-            parts.append(
-                f"{_fmt(ratio)} x {yardstick} (target <= {target}): {'met' if met else 'missed'}"
-            )
+            text = f"{_fmt(ratio)} x {yardstick}"
+            bounds = None
+            if cells is not None:
+                bounds = ratio_bounds(cells["adk_otel"], cells[yardstick], cells["bare"])
+                text += f" {_bounds_text(bounds)}"
+            if target is not None:
+                if bounds is not None:
+                    decided = verdict(target, bounds)
+                else:
+                    decided = "met" if ratio is not None and ratio <= target else "missed"
+                text += f" (target <= {target}): {decided}"
+            parts.append(text)
         if f"sampled_1pct/{name}" in table:
             sampled = table[f"sampled_1pct/{name}"]["overhead_us"]["median"]
             share = sampled / ours if ours > 0 else None
@@ -636,8 +707,13 @@ def main() -> None:
     result["seconds"] = time.perf_counter() - started
     print(markdown(result))
     print()
-    for verdict in targets(result):
-        print(verdict)
+    print(
+        f"Ratios as median [lower, upper]: one-sided {CONFIDENCE:.0%} bounds each, from "
+        f"{RESAMPLES} resamples of the rounds; a target is met or missed only when its bound "
+        "says so."
+    )
+    for line in targets(result, data["samples"]):
+        print(line)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({**result, "raw_data": data}, indent=1))

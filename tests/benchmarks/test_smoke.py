@@ -6,11 +6,10 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+from .scripts import BENCHMARKS
 
 CASES = {
     "overhead": ["--rounds", "2", "--batch", "1"],

@@ -12,13 +12,9 @@ fail: the tests can fail, and no piece of lean is there for nothing.
 from __future__ import annotations
 
 import asyncio
-import importlib.util
-import sys
 from collections import Counter
 from collections.abc import Callable, Coroutine
 from importlib.metadata import version
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -36,21 +32,13 @@ import adk_otel
 from adk_otel import semconv as sc
 from adk_otel.testing.model import ScriptedModel, call, reply
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+from .scripts import load
+
 IDS = (sc.ADK_INVOCATION_ID, sc.GEN_AI_CONVERSATION_ID, sc.GEN_AI_TOOL_CALL_ID)
 """Attributes whose values differ from run to run: compared by presence."""
 
 
-def _load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"_bench_{name}", BENCHMARKS / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-lean, workloads = _load("lean"), _load("workloads")
+lean, workloads = load("lean"), load("workloads")
 _ADK = tuple(int(part) for part in version("google-adk").split(".")[:2])
 
 
