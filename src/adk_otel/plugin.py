@@ -336,7 +336,7 @@ class AdkOtelPlugin(BasePlugin):
             if run is not None:
                 run.agents.setdefault(agent.name, []).append(entry)
             else:
-                self._runs.orphans[(callback_context.invocation_id, agent.name)] = entry
+                self._runs.orphans[keys.orphan(callback_context.invocation_id, agent.name)] = entry
                 watch = CURRENT_WATCH.get()
                 if watch is not None:
                     # No run hooks (ADK 2.5's live workflow): the wrapped call's end ends it.
@@ -418,7 +418,7 @@ class AdkOtelPlugin(BasePlugin):
                 (run.innermost_agent(callback_context.agent_name) or run.entry)
                 if run
                 else self._runs.orphans.get(
-                    (callback_context.invocation_id, callback_context.agent_name)
+                    keys.orphan(callback_context.invocation_id, callback_context.agent_name)
                 )
             )
             if (

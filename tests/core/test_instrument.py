@@ -289,3 +289,39 @@ async def test_instrument_again_mid_run_keeps_the_provider_and_the_open_spans() 
     assert "invocation shop" in names
     invocation = next(s for s in exporter.get_finished_spans() if s.name == "invocation shop")
     assert "gen_ai.input.messages" in invocation.attributes
+
+
+async def test_a_plugin_joining_mid_run_traces_the_agents_that_start_after_it() -> None:
+    """A plugin added while a run is in flight missed its before_run: the
+    agents that start after it still get spans, each paired with its own
+    after_agent (by invocation id and agent name), with their model calls
+    under them, ended OK once, nothing left open."""
+    from google.adk.agents import SequentialAgent
+
+    provider, exporter = memory_provider()
+    plugin = AdkOtelPlugin(tracer_provider=provider)
+    runner: InMemoryRunner | None = None
+
+    def join(callback_context: object) -> None:
+        assert runner is not None
+        runner.plugin_manager.plugins.insert(0, plugin)  # as the first agent ends
+
+    first = LlmAgent(
+        name="first",
+        model=ScriptedModel(script=[reply("one")]),
+        after_agent_callback=join,
+    )
+    second = LlmAgent(name="second", model=ScriptedModel(script=[reply("two")]))
+    runner = InMemoryRunner(
+        agent=SequentialAgent(name="pair", sub_agents=[first, second]), app_name="shop"
+    )
+    await run_once(runner)
+
+    spans = exporter.get_finished_spans()
+    assert [s.name for s in spans] == ["generate_content scripted-model", "invoke_agent second"]
+    model, agent = spans
+    assert model.parent is not None and model.parent.span_id == agent.context.span_id
+    assert agent.attributes["adk.outcome"] == "ok"
+    assert agent.status.status_code is trace.StatusCode.OK
+    assert plugin.open_spans == 0
+    assert trace.get_current_span() is trace.INVALID_SPAN

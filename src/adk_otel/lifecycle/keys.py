@@ -1,8 +1,8 @@
 """Pairing keys: how a terminal hook finds the span its "before" hook opened.
 
 ADK hands a layer's hooks no handle of their own, so each span is filed in the
-ledger under a key both ends build from what ADK gives them (see the project's
-lifecycle notes):
+ledger under a key both ends build from what ADK gives them (docs/lifecycle.md
+says which hook opens and which ends each span):
 
 * a run by its ``InvocationContext`` object, the same object in every hook of
   the run;
@@ -13,7 +13,9 @@ lifecycle notes):
   error hooks and its function response event carry too;
 * an agent run and a workflow node run by a serial number: their closers find
   them through the run (a stack per agent name, for loop iterations and
-  retries) or the node tracer, not by key.
+  retries) or the node tracer, not by key; an agent run with no run in sight
+  (the plugin added mid-run) by ``(invocation_id, agent name)`` among the
+  orphans (``orphan``).
 
 Only this module builds them, so both ends always build the same key.
 """
@@ -36,6 +38,11 @@ def model(actions: object) -> Key:
 
 def tool(invocation_id: object, call_id: object) -> Key:
     return ("tool", invocation_id, call_id)
+
+
+def orphan(invocation_id: str, agent_name: str) -> tuple[str, str]:
+    """An agent span opened with no run in sight, among ``Runs.orphans``."""
+    return (invocation_id, agent_name)
 
 
 def agents() -> Iterator[Key]:

@@ -1,6 +1,7 @@
 """The plugin's options: one frozen :class:`Options`, the keywords of
-``instrument()``, ``AdkOtelPlugin`` and ``configure()`` (:class:`OptionArguments`), and
-what they resolve into: the ledger and the values the hooks read.
+``instrument()``, ``AdkOtelPlugin`` and ``configure()``
+(:class:`OptionArguments`), and what they resolve into: the ledger and the
+values the hooks read.
 
 They are resolved when the ledger is first needed, not when the plugin is
 built, so a plugin made at import time still picks up the provider, content

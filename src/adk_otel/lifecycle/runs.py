@@ -272,7 +272,7 @@ class Runs:
         stack (its terminal hook is running), and the run."""
         run = self.latest(invocation_id)
         if run is None:
-            return self.orphans.pop((invocation_id, name), None), None
+            return self.orphans.pop(keys.orphan(invocation_id, name), None), None
         entry = run.innermost_agent(name)
         if entry is not None:
             run.agents[name].pop()

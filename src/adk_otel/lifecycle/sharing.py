@@ -19,8 +19,8 @@ The witness goes in at ``before_run`` when the plugin is already first in the
 list. ADK is iterating that list then: inserting at the front moves the plugin
 one place on, so ADK calls the plugin's ``before_run`` a second time for the
 same run (ignored, see ``AdkOtelPlugin.before_run_callback``) and every later
-plugin exactly once. When the plugin was not first (``runs.put_first()`` moves it), the
-witness waits for that Runner's next run.
+plugin exactly once. When the plugin was not first (``runs.put_first()``
+moves it), the witness waits for that Runner's next run.
 
 A Runner's close ends everything when no other Runner is open (as a Runner's
 close always did). A close no witness names (``plugin.close()`` called
