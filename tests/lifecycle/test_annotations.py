@@ -211,7 +211,14 @@ async def test_model_error(recorder, caplog, setup):
 
 @pytest.mark.parametrize("setup", SETUPS)
 async def test_model_error_recovered_by_a_callback(recorder, caplog, setup):
-    recovered = LlmResponse(content=types.ModelContent("recovered"))
+    # The callback's stand-in response, usage and all, is not the model's: the
+    # failed call's span keeps its error and counts none of it, nor does the agent.
+    recovered = LlmResponse(
+        content=types.ModelContent("recovered"),
+        usage_metadata=types.GenerateContentResponseUsageMetadata(
+            prompt_token_count=5, candidates_token_count=7, total_token_count=12
+        ),
+    )
     runner, annotator, seen = build(
         setup, [fail(RuntimeError("model down"))], {"on_model_error": recovered}
     )
@@ -224,6 +231,9 @@ async def test_model_error_recovered_by_a_callback(recorder, caplog, setup):
     (model,) = recorder.named(MODEL)
     assert model.status.status_code is trace.StatusCode.ERROR
     assert "app.agent.on_model_error" in model.attributes
+    assert not [k for k in model.attributes if k.startswith("gen_ai.usage.")]
+    (agent,) = recorder.named(AGENT)
+    assert not [k for k in agent.attributes if k.startswith("adk.usage.")]
 
 
 @pytest.mark.parametrize("setup", SETUPS)

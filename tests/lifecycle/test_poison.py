@@ -154,3 +154,45 @@ def test_a_sequence_of_clean_text_is_kept_and_anything_else_is_cleaned():
         (_, value) = cleaned["gen_ai.response.finish_reasons"]
         assert type(value) is str and len(value) < sanitize.TEXT_LENGTH + 100
         value.encode("utf-8")  # valid UTF-8: no lone surrogate left
+
+
+async def test_a_function_call_id_repeated_in_one_turn_ends_each_tool_span_once(recorder, caplog):
+    """A model that gives two concurrent calls the same id (ADK keeps a
+    model's own ids): the second call's span is filed under the key the first
+    still holds, so the first ends there (``incomplete``, ``reopened``) instead
+    of being left to the agent's end; each span ends exactly once."""
+    import asyncio
+
+    from google.adk.agents import LlmAgent
+    from google.genai import types
+
+    from adk_otel.testing.model import ScriptedModel, Step
+
+    arrived, both = [], asyncio.Event()
+
+    async def check(sku: str) -> dict[str, str]:
+        """Stock for a SKU, once both checks are under way."""
+        arrived.append(sku)
+        if len(arrived) == 2:
+            both.set()
+        await both.wait()
+        return {"sku": sku}
+
+    twice = Step(
+        parts=tuple(
+            types.Part(
+                function_call=types.FunctionCall(id="call-1", name="check", args={"sku": sku})
+            )
+            for sku in ("A1", "B2")
+        )
+    )
+    model = ScriptedModel(script=[twice, reply("both in stock")])
+    result = await drive(runner_for(LlmAgent(name="clerk", model=model, tools=[check])))
+
+    assert result.error is None
+    assert_clean(recorder, caplog.records)
+    tools = recorder.named("execute_tool check")
+    assert sorted(
+        (t.attributes["adk.outcome"], t.attributes.get("adk.close_reason")) for t in tools
+    ) == [("incomplete", "reopened"), ("ok", None)]
+    assert {t.attributes["gen_ai.tool.call.id"] for t in tools} == {"call-1"}
