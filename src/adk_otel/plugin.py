@@ -271,9 +271,9 @@ class AdkOtelPlugin(BasePlugin):
                     # Stopped to wait for input: the run that resumes it links here.
                     self._runs.paused(run)
                     extra = {sc.ADK_INTERRUPT_IDS: list(run.waiting)}
-                    self._close_run(run, Outcome.PAUSED, reason=None, error=None, extra=extra)
+                    self._close_run(run, Outcome.PAUSED, extra=extra)
                 else:
-                    self._close_run(run, outcome, reason=reason, error=None)
+                    self._close_run(run, outcome, reason=reason)
         except Exception:
             self._guard.failed("after_run_callback")
 
@@ -291,12 +291,10 @@ class AdkOtelPlugin(BasePlugin):
                 )
             aborted = abort_reason(error)
             if aborted is not None:
-                self._close_run(run, Outcome.CANCELLED, reason=aborted, error=None)
+                self._close_run(run, Outcome.CANCELLED, reason=aborted)
             else:
                 failure = outcomes.classified(error, sc.SpanKind.INVOCATION, run, self._classifier)
-                self._close_run(
-                    run, Outcome.ERROR, reason=None, error=error, extra=failure.attributes
-                )
+                self._close_run(run, Outcome.ERROR, error=error, extra=failure.attributes)
         except Exception:
             self._guard.failed("on_run_error_callback")
 
@@ -305,8 +303,8 @@ class AdkOtelPlugin(BasePlugin):
         run: runs.Run,
         outcome: Outcome,
         *,
-        reason: str | None,
-        error: BaseException | None,
+        reason: str | None = None,
+        error: BaseException | None = None,
         extra: Mapping[str, AttributeValue] | None = None,
     ) -> None:
         if self._devui is not None:

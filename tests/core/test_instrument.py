@@ -6,7 +6,7 @@ import asyncio
 import logging
 
 import pytest
-from google.adk.agents import LlmAgent
+from google.adk.agents import LlmAgent, SequentialAgent
 from google.adk.apps import App
 from google.adk.runners import InMemoryRunner
 from google.genai import types
@@ -296,8 +296,6 @@ async def test_a_plugin_joining_mid_run_traces_the_agents_that_start_after_it() 
     agents that start after it still get spans, each paired with its own
     after_agent (by invocation id and agent name), with their model calls
     under them, ended OK once, nothing left open."""
-    from google.adk.agents import SequentialAgent
-
     provider, exporter = memory_provider()
     plugin = AdkOtelPlugin(tracer_provider=provider)
     runner: InMemoryRunner | None = None

@@ -3,13 +3,15 @@ surrogates, huge messages; aborts end every layer as ``cancelled``."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 
 import pytest
-from google.adk.agents import SequentialAgent
+from google.adk.agents import LlmAgent, SequentialAgent
+from google.genai import types
 from opentelemetry.trace import StatusCode
 
-from adk_otel.testing.model import call, reply
+from adk_otel.testing.model import ScriptedModel, Step, call, reply
 from adk_otel.util import sanitize
 
 from .agents import CrashingAgent, clerk, runner_for
@@ -161,13 +163,6 @@ async def test_a_function_call_id_repeated_in_one_turn_ends_each_tool_span_once(
     model's own ids): the second call's span is filed under the key the first
     still holds, so the first ends there (``incomplete``, ``reopened``) instead
     of being left to the agent's end; each span ends exactly once."""
-    import asyncio
-
-    from google.adk.agents import LlmAgent
-    from google.genai import types
-
-    from adk_otel.testing.model import ScriptedModel, Step
-
     arrived, both = [], asyncio.Event()
 
     async def check(sku: str) -> dict[str, str]:

@@ -111,7 +111,12 @@ class Close(Protocol):
     """Ends a run with an outcome, a close reason and the error, if any."""
 
     def __call__(
-        self, run: Run, outcome: Outcome, *, reason: str | None, error: BaseException | None
+        self,
+        run: Run,
+        outcome: Outcome,
+        *,
+        reason: str | None = None,
+        error: BaseException | None = None,
     ) -> None: ...
 
 
@@ -349,16 +354,16 @@ def _watch_task(run: Run, close: Close) -> None:
         if run.closing_early:
             # The task is ADK's own (run_live's event pump), cancelled by
             # ADK because our consumer is closing the run early.
-            close(run, Outcome.INCOMPLETE, reason="consumer_closed", error=None)
+            close(run, Outcome.INCOMPLETE, reason="consumer_closed")
             return
         if done.cancelled():
-            close(run, Outcome.CANCELLED, reason="cancelled", error=None)
+            close(run, Outcome.CANCELLED, reason="cancelled")
             return
         aborted = abort_reason(done.exception())
         if aborted is not None:
-            close(run, Outcome.CANCELLED, reason=aborted, error=None)
+            close(run, Outcome.CANCELLED, reason=aborted)
         else:
-            close(run, Outcome.INCOMPLETE, reason="task_ended", error=None)
+            close(run, Outcome.INCOMPLETE, reason="task_ended")
 
     run.on_task_done = on_task_done
     task.add_done_callback(on_task_done)

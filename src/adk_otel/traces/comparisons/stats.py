@@ -2,9 +2,9 @@
 
 Why not scipy: it would be the package's largest dependency by far, and the
 slowest import, for a handful of functions (measured in docs/compare.md,
-"Statistics, and why no scipy"). These are exact where it matters (Fisher's test sums the
-hypergeometric distribution), checked against published values in the
-tests, and fast on the distributions a comparison keeps.
+"Statistics, and why no scipy"). These are exact where it matters (Fisher's
+test sums the hypergeometric distribution), checked against published values
+in the tests, and fast on the distributions a comparison keeps.
 
 Values are kept as a :class:`Distribution`: counts per value, with values
 above 128 rounded to a 1 % logarithmic grid, so memory grows with the
