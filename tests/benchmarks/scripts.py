@@ -12,7 +12,10 @@ BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
 def load(name: str) -> ModuleType:
-    """``benchmarks/<name>.py`` as a module."""
+    """``benchmarks/<name>.py`` as a module (the benchmarks' directory on the
+    path, last, for the modules the scripts share, as when they run)."""
+    if str(BENCHMARKS) not in sys.path:
+        sys.path.append(str(BENCHMARKS))
     spec = importlib.util.spec_from_file_location(f"_bench_{name}", BENCHMARKS / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
