@@ -31,7 +31,7 @@ Overhead = a configuration's instructions per invocation minus ``bare``'s,
 same round; the ratios are of those overheads, median over rounds.
 
 Usage: ``python benchmarks/instructions.py [--rounds 2] [--batch 10] [--configs floor,lean]
-[--pieces] [--json PATH]`` (Valgrind on the PATH; about 10 minutes for the default
+[--pieces] [--json PATH]`` (Valgrind on the PATH; about 5 minutes for the default
 configurations).
 """
 
