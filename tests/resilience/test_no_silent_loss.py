@@ -14,6 +14,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
 import adk_otel
+from adk_otel.pipeline.export import ExportingProcessor
 from adk_otel.pipeline.provider import build_tracer_provider, exporting_processor
 
 from . import agents
@@ -95,3 +96,32 @@ def test_dropped_spans_are_counted_and_reported(monkeypatch, caplog):
     assert "the span export queue is full (256 spans)" in messages[0]
     assert f"{processor.dropped} of {BURST} span(s) were not exported" in messages[1]
     assert f"{processor.dropped} dropped because the export queue was full" in messages[1]
+
+
+def test_a_span_seen_dropped_but_exported_after_all_counts_once(caplog):
+    """``on_end`` counts a drop when it sees the queue full, before the SDK
+    appends the span; the export thread can empty the queue in between, and
+    then the span is exported too. Here the check sees the queue full at one
+    span (its capacity lowered) while the SDK's holds eight: every span is
+    exported, and the shutdown counts none of them dropped."""
+    caplog.set_level(logging.WARNING)
+    exporter = HeldExporter()
+    exporter.release.set()
+    processor = ExportingProcessor(
+        exporter,
+        max_queue_size=8,
+        schedule_delay_millis=60_000,
+        max_export_batch_size=8,
+        shutdown_timeout=5,
+    )
+    processor.capacity = 1  # what the check sees; the SDK's queue takes 8
+    provider = TracerProvider()
+    provider.add_span_processor(processor)
+    tracer = provider.get_tracer("test")
+    for _ in range(5):
+        tracer.start_span("span").end()
+    assert processor.dropped == 4  # as the check saw it
+    provider.shutdown()
+    assert exporter.spans == processor.ended == 5
+    assert processor.dropped == 0 and processor.lost == 0
+    assert not [r for r in caplog.records if "were not exported" in r.getMessage()]

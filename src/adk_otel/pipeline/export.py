@@ -402,7 +402,21 @@ class ExportingProcessor(BatchSpanProcessor):
         finally:
             watch.abort()
             self._closed = True
+            self._count_drops()
             self._report()
+
+    def _count_drops(self) -> None:
+        """The drops counted exactly, once the export thread is done or given up.
+
+        ``on_end`` counts a drop when it sees the queue full, before the SDK
+        appends the span; the export thread may empty the queue in between,
+        and then that span is exported (or fails) as well as counted dropped.
+        Every span that ended was queued and handed to the exporter, is still
+        queued, or was dropped: what the first two do not account for is the
+        third."""
+        queue = self._queue
+        if queue is not None:
+            self.dropped = max(0, self.ended - self._watch.handed - len(queue))
 
     @property
     def destination(self) -> str:
