@@ -10,12 +10,14 @@ import logging
 import threading
 from collections.abc import Sequence
 
+import pytest
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
 import adk_otel
 from adk_otel.pipeline.export import ExportingProcessor
 from adk_otel.pipeline.provider import build_tracer_provider, exporting_processor
+from adk_otel.pipeline.shutdown import flush_and_report
 
 from . import agents
 
@@ -98,13 +100,15 @@ def test_dropped_spans_are_counted_and_reported(monkeypatch, caplog):
     assert f"{processor.dropped} dropped because the export queue was full" in messages[1]
 
 
-def test_a_span_seen_dropped_but_exported_after_all_counts_once(caplog):
+@pytest.mark.parametrize("report", ["shutdown", "exit_flush"])
+def test_a_span_seen_dropped_but_exported_after_all_counts_once(report, caplog):
     """``on_end`` counts a drop when it sees the queue full, before the SDK
     appends the span; the export thread can empty the queue in between, and
     then the span is exported too. Here the check sees the queue full at one
     span (its capacity lowered) while the SDK's holds eight: every span is
-    exported, and the shutdown counts none of them dropped."""
-    caplog.set_level(logging.WARNING)
+    exported, and neither the processor's shutdown nor the flush at exit
+    reports any of them dropped."""
+    caplog.set_level(logging.INFO)
     exporter = HeldExporter()
     exporter.release.set()
     processor = ExportingProcessor(
@@ -121,7 +125,12 @@ def test_a_span_seen_dropped_but_exported_after_all_counts_once(caplog):
     for _ in range(5):
         tracer.start_span("span").end()
     assert processor.dropped == 4  # as the check saw it
-    provider.shutdown()
+    if report == "shutdown":
+        provider.shutdown()
+    else:
+        flush_and_report(provider, ended=5, cut_off=0)
+        assert any("all 5 span(s) exported" in r.getMessage() for r in caplog.records)
     assert exporter.spans == processor.ended == 5
     assert processor.dropped == 0 and processor.lost == 0
     assert not [r for r in caplog.records if "were not exported" in r.getMessage()]
+    provider.shutdown()

@@ -402,11 +402,12 @@ class ExportingProcessor(BatchSpanProcessor):
         finally:
             watch.abort()
             self._closed = True
-            self._count_drops()
+            self.count_drops()
             self._report()
 
-    def _count_drops(self) -> None:
-        """The drops counted exactly, once the export thread is done or given up.
+    def count_drops(self) -> None:
+        """Count the drops exactly: for a report, once a flush or the export
+        thread is done or given up.
 
         ``on_end`` counts a drop when it sees the queue full, before the SDK
         appends the span; the export thread may empty the queue in between,

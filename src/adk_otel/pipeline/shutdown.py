@@ -172,6 +172,7 @@ def _report_own(
     processor: ExportingProcessor, result: FlushResult, timeout: float, ended: int, cut_off: int
 ) -> None:
     destination = processor.destination
+    processor.count_drops()
     lost = processor.dropped + processor.failed + processor.unsent  # unsent: not shut down
     if not lost:
         logger.info(
