@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
 import json
 import os
 import re
@@ -70,8 +69,10 @@ SPREAD = 0.05
 to the target than this, a run says neither met nor missed."""
 
 
-def _marker() -> None:
+def _marker() -> float:
+    """The marker, as the clock ``overhead.Bench.sample`` reads around its invocations."""
     os.getloadavg()
+    return 0.0
 
 
 def child(rounds: int, batch: int, configs: tuple[str, ...], phases_file: Path) -> None:
@@ -89,29 +90,21 @@ def child(rounds: int, batch: int, configs: tuple[str, ...], phases_file: Path) 
                 lean.install(runner, bench.provider, frozenset({config.removeprefix("lean-")}))
     loop = asyncio.new_event_loop()
     phases: list[dict[str, Any]] = []
-    w = bench.workloads
 
-    async def phase(name: str, config: str, count: int) -> None:
-        runner = bench.runners[name, config]
-        sessions = [await w.new_session(runner) for _ in range(count)]
-        bench.adk_spans(config == "adk")
-        gc.collect()
-        _marker()  # dumps what ran before: not counted
-        for session_id in sessions:
-            await w.invoke(runner, session_id)
-        _marker()  # dumps this phase
-        await w.delete_sessions(runner, sessions)
+    def phase(name: str, config: str, count: int) -> None:
+        # The first marker dumps what ran before (not counted), the second this phase.
+        loop.run_until_complete(bench.sample(name, config, count, clock=_marker))
 
     try:
         for name in WORKLOADS:
             for config in configs:  # warm-up: imports, caches, first-call paths
-                loop.run_until_complete(phase(name, config, 2))
+                phase(name, config, 2)
                 phases.append({"workload": name, "config": config, "round": -1, "count": 2})
         for number in range(rounds):
             for name in WORKLOADS:
                 shift = number % len(configs)
                 for config in configs[shift:] + configs[:shift]:
-                    loop.run_until_complete(phase(name, config, batch))
+                    phase(name, config, batch)
                     phases.append(
                         {"workload": name, "config": config, "round": number, "count": batch}
                     )

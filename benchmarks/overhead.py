@@ -86,6 +86,7 @@ import random
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -436,9 +437,12 @@ class Bench:
         )
         self._adk_spans = on
 
-    async def sample(self, name: str, config: str, batch: int) -> float:
+    async def sample(
+        self, name: str, config: str, batch: int, clock: Callable[[], float] = time.process_time
+    ) -> float:
         """CPU µs per invocation over ``batch`` invocations (sessions made and
-        deleted off the clock)."""
+        deleted off the clock). ``clock`` is read just before and just after
+        the invocations (``instructions.py`` passes its marker)."""
         runner = self.runners[name, config]
         w = self.workloads
         sessions = [await w.new_session(runner) for _ in range(batch)]
@@ -446,10 +450,10 @@ class Bench:
         # Off the clock: a collection inside the sample is then due to this
         # sample's allocations, not to what an earlier configuration left.
         gc.collect()
-        start = time.process_time()
+        start = clock()
         for session_id in sessions:
             await w.invoke(runner, session_id)
-        elapsed = time.process_time() - start
+        elapsed = clock() - start
         await w.delete_sessions(runner, sessions)
         return elapsed / batch * 1e6
 

@@ -36,7 +36,7 @@ def _write_dumps(directory: Path) -> list[dict[str, object]]:
     for (config, round_), value in PER_INVOCATION.items():
         for instructions_in_dump in (999_999, value * BATCH):  # before the phase, the phase
             number += 1
-            header = "desc: Trigger: --dump-before=os_getloadavg\n"
+            header = f"desc: Trigger: --dump-before={instructions.MARKER}\n"
             (directory / f"cg.{number}-01").write_text(
                 f"{header}summary: {int(instructions_in_dump)}\n"
             )
