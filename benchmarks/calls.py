@@ -37,6 +37,13 @@ Usage::
     python benchmarks/calls.py                  # table
     python benchmarks/calls.py --check          # exit 1 if `own` is over budget
     python benchmarks/calls.py --update-budget  # record this release's counts
+    python benchmarks/calls.py --trace single:adk_otel  # each own call of one invocation
+
+``--trace`` lists the ``own`` calls of one invocation in order, ``caller ->
+callee``, so two tracers' work can be compared call by call (benchmarks/
+README.md classifies adk-otel's against ``lean``'s). Calls made in code every
+tracer shares (``SHARED``: ADK's node tracing, the export processor, the
+runner wrapper) are marked ``shared``.
 """
 
 from __future__ import annotations
@@ -67,6 +74,11 @@ OPENING_HOOKS = (
 """The hooks that open a span: what they leave allocated is what a span holds."""
 TRACERS = ("adk_otel", "floor", "fair_floor", "lean")
 """Plugin names whose span-opening hooks ``blocks`` measures."""
+SHARED = ("lifecycle/nodes.py", "pipeline/export.py", "lifecycle/runner.py")
+"""adk-otel's files whose calls every configuration makes alike (``--trace``):
+ADK's node tracing goes through adk-otel's tracer once it is set up in the
+process, every tracer exports through the same processor, and ``lean`` drives
+ADK through adk-otel's runner wrapper."""
 MARGIN = 1.03
 """A count may exceed its budget by this factor before the guard fails: room
 for a patch release of ADK or the SDK, none for a new per-span cost."""
@@ -107,6 +119,39 @@ class CallCounter:
             self.total += 1
             if self._is_ours(frame):
                 self.own += 1
+
+
+class CallTracer(CallCounter):
+    """A :class:`CallCounter` that also writes down each own call, in order."""
+
+    def __init__(self, package_dir: str, files: tuple[str, ...] = ()) -> None:
+        super().__init__(package_dir, files)
+        self.calls: list[str] = []
+
+    def _name(self, code: Any) -> str:
+        path = code.co_filename
+        for prefix in (self.package_dir, str(HERE)):
+            if path.startswith(prefix):
+                path = path[len(prefix) :].lstrip("/")
+                break
+        else:
+            path = "/".join(Path(path).parts[-2:])
+        return f"{path}:{code.co_qualname}"
+
+    def __call__(self, frame: FrameType, event: str, arg: Any) -> None:
+        own = self.own
+        super().__call__(frame, event, arg)
+        if self.own == own:
+            return
+        caller = frame.f_back if event == "call" else frame
+        assert caller is not None  # an own call has a caller of ours
+        if event == "call":
+            callee = self._name(frame.f_code)
+        else:
+            callee = f"C {getattr(arg, '__qualname__', type(arg).__qualname__)}"
+        where = self._name(caller.f_code)
+        shared = "shared " if where.startswith(SHARED) else ""
+        self.calls.append(f"{shared}{where} -> {callee}")
 
 
 class Bench:
@@ -150,17 +195,26 @@ class Bench:
         # adk-otel switched ADK's own scope off on this provider: every
         # configuration runs without ADK's spans, as `bare` must.
 
-    def count(self, loop: asyncio.AbstractEventLoop, name: str, config: str) -> CallCounter:
+    def count(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        name: str,
+        config: str,
+        *,
+        invocations_counted: int = INVOCATIONS,
+        counter: CallCounter | None = None,
+    ) -> CallCounter:
         runner = self.runners[name, config]
         invoke: Callable[[Any], Any] = self.workloads.invoke_on_new_session
         for _ in range(2):  # warm-up: first-call paths, caches
             loop.run_until_complete(invoke(runner))
 
         async def invocations() -> None:
-            for _ in range(INVOCATIONS):
+            for _ in range(invocations_counted):
                 await invoke(runner)
 
-        counter = CallCounter(self.package_dir, self.files)
+        if counter is None:
+            counter = CallCounter(self.package_dir, self.files)
         sys.setprofile(counter)
         try:
             loop.run_until_complete(invocations())
@@ -236,6 +290,20 @@ def measure() -> dict[str, dict[str, dict[str, float]]]:
     return table
 
 
+def trace(name: str, config: str) -> list[str]:
+    """Each own call of one invocation of workload ``name`` under ``config``."""
+    bench = Bench()
+    loop = asyncio.new_event_loop()
+    try:
+        tracer = CallTracer(bench.package_dir, bench.files)
+        bench.count(loop, name, config, invocations_counted=1, counter=tracer)
+        return tracer.calls
+    finally:
+        loop.close()
+        bench.provider.shutdown()
+        bench.sampled.shutdown()
+
+
 def release() -> str:
     """The google-adk minor release the budget entry belongs to."""
     from importlib.metadata import version
@@ -286,9 +354,24 @@ def main() -> None:
     action = parser.add_mutually_exclusive_group()
     action.add_argument("--check", action="store_true", help="exit 1 if over the budget")
     action.add_argument("--update-budget", action="store_true", help="record this release")
+    action.add_argument(
+        "--trace", metavar="WORKLOAD:CONFIG", help="list each own call of one invocation"
+    )
     parser.add_argument("--json", type=Path, help="also write the table here")
     parser.add_argument("--budget", type=Path, default=BUDGET, help="the budget file")
     args = parser.parse_args()
+    if args.trace:
+        name, _, config = args.trace.partition(":")
+        if name not in WORKLOADS or config not in CONFIGS:
+            parser.error(
+                f"--trace takes WORKLOAD:CONFIG, a workload of {', '.join(WORKLOADS)} "
+                f"and a configuration of {', '.join(CONFIGS)}"
+            )
+        calls = trace(name, config)
+        print("\n".join(calls))
+        shared = sum(call.startswith("shared ") for call in calls)
+        print(f"{len(calls)} own calls, {shared} of them shared by every tracer")
+        return
     table = measure()
     print(markdown(table))
     if args.json:

@@ -58,3 +58,50 @@ def test_the_guard_fails_without_a_budget_for_this_release(tmp_path):
     done = _run("--check", "--budget", str(budget))
     assert done.returncode == 1
     assert "no call budget for google-adk" in done.stderr
+
+
+def test_the_trace_lists_every_own_call_and_the_shared_ones_alike():
+    """``--trace``: one line per call the counter counts as adk-otel's own, and
+    the calls it marks shared are made alike by adk-otel and ``lean`` (what the
+    call-by-call comparison in benchmarks/README.md leaves aside)."""
+    program = f"""
+import asyncio, collections, json, sys
+sys.path.insert(0, {str(SCRIPT.parent)!r})
+import calls
+bench = calls.Bench()
+loop = asyncio.new_event_loop()
+found = {{}}
+for config in ("adk_otel", "lean"):
+    counted = bench.count(loop, "single", config, invocations_counted=1)
+    tracer = calls.CallTracer(bench.package_dir, bench.files)
+    bench.count(loop, "single", config, invocations_counted=1, counter=tracer)
+    found[config] = {{"own": counted.own, "calls": tracer.calls}}
+print(json.dumps(found))
+"""
+    done = subprocess.run(
+        [sys.executable, "-W", "ignore", "-c", program],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=SCRIPT.parent,
+    )
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout.splitlines()[-1])
+    shared = {}
+    for config, row in found.items():
+        assert len(row["calls"]) == row["own"] > 0
+        # The callers, not the callees: the runner wrapper calls each tracer's own closer.
+        shared[config] = sorted(
+            c.partition(" -> ")[0] for c in row["calls"] if c.startswith("shared ")
+        )
+        assert shared[config], config
+    assert shared["adk_otel"] == shared["lean"]
+    own_hooks = [c for c in found["adk_otel"]["calls"] if c.startswith("plugin.py:")]
+    assert any("before_run_callback ->" in c for c in own_hooks)
+
+
+def test_the_trace_refuses_an_unknown_workload_or_configuration():
+    done = _run("--trace", "single:nope")
+    assert done.returncode == 2
+    assert "--trace takes WORKLOAD:CONFIG" in done.stderr
+    assert "Traceback" not in done.stderr
