@@ -195,6 +195,11 @@ class Bench:
         # adk-otel switched ADK's own scope off on this provider: every
         # configuration runs without ADK's spans, as `bare` must.
 
+    def close(self) -> None:
+        """Shut both providers down (their export threads with them)."""
+        self.provider.shutdown()
+        self.sampled.shutdown()
+
     def count(
         self,
         loop: asyncio.AbstractEventLoop,
@@ -285,8 +290,7 @@ def measure() -> dict[str, dict[str, dict[str, float]]]:
             }
     finally:
         loop.close()
-        bench.provider.shutdown()
-        bench.sampled.shutdown()
+        bench.close()
     return table
 
 
@@ -300,8 +304,7 @@ def trace(name: str, config: str) -> list[str]:
         return tracer.calls
     finally:
         loop.close()
-        bench.provider.shutdown()
-        bench.sampled.shutdown()
+        bench.close()
 
 
 def release() -> str:

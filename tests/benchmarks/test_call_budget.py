@@ -65,7 +65,7 @@ def test_the_trace_lists_every_own_call_and_the_shared_ones_alike():
     the calls it marks shared are made alike by adk-otel and ``lean`` (what the
     call-by-call comparison in benchmarks/README.md leaves aside)."""
     program = f"""
-import asyncio, collections, json, sys
+import asyncio, json, sys
 sys.path.insert(0, {str(SCRIPT.parent)!r})
 import calls
 bench = calls.Bench()
@@ -76,6 +76,8 @@ for config in ("adk_otel", "lean"):
     tracer = calls.CallTracer(bench.package_dir, bench.files)
     bench.count(loop, "single", config, invocations_counted=1, counter=tracer)
     found[config] = {{"own": counted.own, "calls": tracer.calls}}
+loop.close()
+bench.close()
 print(json.dumps(found))
 """
     done = subprocess.run(
