@@ -48,7 +48,7 @@ from .lifecycle import (
 from .lifecycle.aborts import abort_reason
 from .lifecycle.hook_guard import HookGuard
 from .lifecycle.runner import CURRENT_WATCH
-from .pipeline import shutdown
+from .pipeline import provider, shutdown
 from .reading import attributes as attrs
 from .reading import failures
 from .reading.content import ContentCapture
@@ -108,6 +108,7 @@ class AdkOtelPlugin(BasePlugin):
         # Root agents whose remote agents already carry the trace (lifecycle/remote.py).
         self._propagating: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
         self._last_root: weakref.ref[Any] | None = None
+        self._answer_for_adk()
         if self._options.tracer_provider is not None or not isinstance(
             trace.get_tracer_provider(), trace.ProxyTracerProvider
         ):
@@ -138,6 +139,17 @@ class AdkOtelPlugin(BasePlugin):
     def prepare(self) -> None:
         """Resolve the tracer provider now (``instrument()`` calls this)."""
         _ = self._ledger
+
+    def _answer_for_adk(self) -> None:
+        """Before any run: another ADK instrumentation stood down, and the
+        tracer ADK holds answered for (``pipeline/held_tracer.py``), so even
+        the first run's workflow nodes open in this plugin's tree, whoever set
+        the tracer provider up before ADK was imported. Never raises."""
+        try:
+            coexistence.stand_down_others()
+            provider.answer_adk_tracer(keep=provider.keep_adk_spans(self._telemetry.keep_adk_spans))
+        except Exception:
+            self._guard.failed("_answer_for_adk")
 
     @functools.cached_property
     def _ledger(self) -> TelemetryLedger:
@@ -199,25 +211,29 @@ class AdkOtelPlugin(BasePlugin):
             if not self._looked_around:
                 # At the first run every instrumentation the application set up is in place.
                 self._looked_around = True
-                coexistence.warn_about_others()
+                self._answer_for_adk()
             ledger = self._ledger
             root = getattr(invocation_context, "agent", None)
-            # A Workflow root (ADK gives its runs no agent): its nodes get spans.
-            adk_run_span = trace.get_current_span() if root is None else None
+            # ADK's run span, as adk-otel answered it: claimed, so what ADK
+            # opens under it joins this run (a run nobody claims keeps ADK's spans).
+            adk_root = nodes.run_root(trace.get_current_span())
+            if adk_root is not None:
+                adk_root.claimed = True
             run = self._runs.open(
                 ledger,
                 invocation_context,
                 self._user_id,
                 self._close_run,
-                adk_run_span,
+                adk_root,
                 current=True,
             )
             run.manager = self._sharing.enlist(invocation_context, first)
             eval_runs.label(run.entry.span, invocation_context, self._telemetry)
-            if adk_run_span is not None:
-                if type(adk_run_span) is nodes.RunRoot or run.live:
+            if root is None:
+                # A Workflow root (ADK gives its runs no agent): its nodes get spans.
+                if adk_root is not None or run.live:
                     # (A live run opens its root workflow after this hook.)
-                    self._claim_nodes(adk_run_span, run, invocation_context)
+                    self._claim_nodes(adk_root or trace.get_current_span(), run, invocation_context)
                 elif not self._told_no_nodes:
                     self._told_no_nodes = True  # ADK's tracer is not one adk-otel answers for
                     logger.warning(nodes.UNROUTED)

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import time
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
@@ -60,10 +61,10 @@ from . import keys
 
 OP_INVOKE_NODE = "invoke_node"
 UNROUTED = (
-    "adk-otel: this workflow's nodes get no spans: ADK took its tracer from the tracer "
-    "provider before adk-otel was set up, so adk-otel cannot answer for it. Set adk-otel up "
-    "before the first run, build adk_otel.pipeline.AdkOtelTracerProvider instead of the SDK's "
-    "TracerProvider, or set OTEL_PYTHON_TRACER_PROVIDER=adk_otel"
+    "adk-otel: this workflow's nodes are not in adk-otel's tree: the run started on a tracer "
+    "adk-otel does not answer for, so ADK's own node spans stay in its place. Another "
+    "library replaced the tracer ADK's telemetry holds; instrument ADK with one library only "
+    "(docs/coexistence.md)"
 )
 _NESTED = "gen_ai.workflow.nested"
 _CANCELS = (asyncio.CancelledError, GeneratorExit, KeyboardInterrupt)
@@ -92,19 +93,91 @@ class Passage(NonRecordingSpan):
 class RunRoot(NonRecordingSpan):
     """ADK's run span: passes the caller's context through until the plugin
     claims it for a run (``scope``); the run's top-level nodes open under
-    that run's invocation span."""
+    that run's invocation span. A run no plugin claims (a Runner left
+    un-instrumented) gets ADK's own spans instead: its root is then started
+    late, on ADK's own tracer methods, at the time ADK opened it (``native``)."""
 
-    __slots__ = ("latest", "runs", "scope", "workflow")
+    __slots__ = (
+        "attributes",
+        "claimed",
+        "latest",
+        "name",
+        "native",
+        "own",
+        "runs",
+        "scope",
+        "started",
+        "workflow",
+    )
 
-    def __init__(self, context: SpanContext, workflow: str | None) -> None:
-        super().__init__(context)
+    def __init__(
+        self,
+        context: SpanContext,
+        workflow: str | None,
+        *,
+        own: trace.Tracer,
+        name: str,
+        attributes: types.Attributes,
+    ) -> None:
+        # A context of its own (equal to the caller's), so the run root is
+        # found again by it when another library wraps the span (see _node_of).
+        super().__init__(_copy(context))
+        _remember(self)
         self.workflow: str | None = workflow
         self.scope: NodeScope | None = None
+        """The run's node scope (a Workflow root's run, claimed)."""
+        self.claimed = False
+        """A plugin traces the run (its ``before_run`` found this span current)."""
         self.runs: dict[str, int] | None = None
         """Node name -> runs started under the root (for the node path); made
         with the first node (most runs are an agent's, with no node at all)."""
         self.latest: dict[str, NodeSpan] | None = None
         """Node name -> its latest run under the root (for attempts)."""
+        self.own = own
+        self.name = name
+        self.attributes = attributes
+        self.started = time.time_ns()
+        self.native: Span | None = None
+        """ADK's own run span, started when the first span of an unclaimed run opens."""
+
+    def native_context(self, context: otel_context.Context | None) -> otel_context.Context:
+        """``context`` with ADK's own run span in place of this one: for the
+        spans of a run no plugin claimed."""
+        if self.native is None:
+            self.native = self.own.start_span(
+                self.name,
+                trace.set_span_in_context(NonRecordingSpan(self._context)),
+                attributes=self.attributes,
+                start_time=self.started,
+            )
+        return trace.set_span_in_context(self.native, context)
+
+    # What ADK does to its run span reaches ADK's own one, when there is one.
+    def set_attribute(self, key: str, value: AttributeValue) -> None:
+        if self.native is not None:
+            self.native.set_attribute(key, value)
+
+    def set_attributes(self, attributes: Mapping[str, AttributeValue]) -> None:
+        if self.native is not None:
+            self.native.set_attributes(attributes)
+
+    def set_status(self, status: Status | StatusCode, description: str | None = None) -> None:
+        if self.native is not None:
+            self.native.set_status(status, description)
+
+    def record_exception(
+        self,
+        exception: BaseException,
+        attributes: types.Attributes = None,
+        timestamp: int | None = None,
+        escaped: bool = False,
+    ) -> None:
+        if self.native is not None:
+            self.native.record_exception(exception, attributes, timestamp, escaped)
+
+    def end(self, end_time: int | None = None) -> None:
+        if self.native is not None:
+            self.native.end(end_time)
 
 
 class NodeScope:
@@ -162,33 +235,59 @@ the run holds the scope: a root workflow ADK opens under the invocation span
 itself (ADK 2.5 does, after ``before_run``) finds its run there."""
 
 
+_OURS: weakref.WeakValueDictionary[int, NodeSpan | RunRoot] = weakref.WeakValueDictionary()
+"""``id`` of a node span's or run root's span context -> that span: another
+library's tracer may hand ADK a wrapper around the span adk-otel made
+(OpenInference's, logfire's), and a wrapper answers with the same context."""
+
+
+def _copy(context: SpanContext) -> SpanContext:
+    return SpanContext(
+        context.trace_id,
+        context.span_id,
+        context.is_remote,
+        context.trace_flags,
+        context.trace_state,
+    )
+
+
+def _remember(span: NodeSpan | RunRoot) -> None:
+    _OURS[id(span.get_span_context())] = span
+
+
+def run_root(current: Span) -> RunRoot | None:
+    """ADK's run span as adk-otel answered it (``current``, or what ``current``
+    wraps), or None when ADK's run span is not one of adk-otel's."""
+    found = _node_of(current)
+    return found if type(found) is RunRoot else None
+
+
 def claim_root(current: Span, scope: NodeScope) -> bool:
     """Claim ADK's run span for a run: ``current`` is the span current in
-    ``before_run``. False when it is not one of ADK's (no node spans then)."""
+    ``before_run``. False when it is not one of adk-otel's (no node spans then)."""
     span_id = scope.entry.span.get_span_context().span_id
     if span_id:
         _SCOPES[span_id] = scope
-    if type(current) is not RunRoot:
+    root = run_root(current)
+    if root is None:
         return False
-    current.scope = scope
+    root.scope = scope
+    root.claimed = True
     return True
 
 
 def root_path(current: Span, fallback: str | None) -> str:
     """The root workflow's node path, from ADK's run span when it names it."""
-    name = current.workflow if type(current) is RunRoot else None
+    root = run_root(current)
+    name = root.workflow if root is not None else None
     return f"{name or fallback or 'workflow'}@1"
 
 
 def enclosing(current: Span) -> NodeSpan | None:
     """The node span around ``current`` (the span current in an agent or tool
     hook), or None outside any node."""
-    if type(current) is NodeSpan:
-        return current
-    if type(current) is Passage:
-        node = current.node
-        return node if type(node) is NodeSpan else None
-    return None
+    node = _node_of(current)
+    return node if type(node) is NodeSpan else None
 
 
 def node_kinds(root: Any) -> dict[str, str]:
@@ -261,6 +360,7 @@ class NodeSpan(Span):
         self.tool_key: object = None
         """The tool call's ledger key, when this node is a tool node whose
         span became the tool's span (see adopt_tool)."""
+        _remember(self)
 
     # -- what ADK (and the node's own code) calls -------------------------
 
@@ -389,25 +489,55 @@ class NodeTracer(RoutedTracer):
                 set_status_on_exception,
             )
         parent = trace.get_current_span(context)
+        above = _node_of(parent)
+        unclaimed = type(above) is RunRoot and not above.claimed
         operation = attributes.get(sc.GEN_AI_OPERATION_NAME) if attributes else None
         if operation == OP_INVOKE_NODE or (
             operation == sc.OP_INVOKE_WORKFLOW and attributes and attributes.get(_NESTED)
         ):
-            node = self._open(name, parent, attributes or {}, operation)
-            if node is not None:
-                return node
+            if above is not None and not unclaimed:
+                node = self._open(name, parent, above, attributes or {}, operation)
+                if node is not None:
+                    return node
         elif operation == sc.OP_INVOKE_WORKFLOW or name == "invocation":
+            if _is_native(parent):
+                return self._native(name, context, kind, attributes, links, start_time)
             workflow = attributes.get(sc.GEN_AI_WORKFLOW_NAME) if attributes else None
             root = RunRoot(
-                parent.get_span_context(), workflow if isinstance(workflow, str) else None
+                parent.get_span_context(),
+                workflow if isinstance(workflow, str) else None,
+                own=self.sdk_tracer,
+                name=name,
+                attributes=attributes,
             )
             # Opened after before_run (ADK 2.5's root workflow): its run is known.
             # (ADK's live runs open it under no span: the run current here then.)
             scope = root.scope = _scope_of(parent) or _scope_of(trace.get_current_span())
-            if scope is not None and root.workflow is not None:
-                scope.names_root(root.workflow)
+            if scope is not None:
+                root.claimed = True
+                if root.workflow is not None:
+                    scope.names_root(root.workflow)
             return root
-        return Passage(parent.get_span_context(), _node_of(parent))
+        if unclaimed:
+            # A run no plugin traces (a Runner left un-instrumented): ADK's own spans.
+            context = above.native_context(context)  # type: ignore[union-attr]
+            return self._native(name, context, kind, attributes, links, start_time)
+        if _is_native(parent):
+            return self._native(name, context, kind, attributes, links, start_time)
+        return Passage(parent.get_span_context(), above)
+
+    def _native(
+        self,
+        name: str,
+        context: otel_context.Context | None,
+        kind: trace.SpanKind,
+        attributes: types.Attributes,
+        links: Sequence[trace.Link] | None,
+        start_time: int | None,
+    ) -> Span:
+        return self.sdk_tracer.start_span(
+            name, context, kind, attributes, links, start_time
+        )
 
     @_agnosticcontextmanager
     def start_as_current_span(
@@ -432,11 +562,13 @@ class NodeTracer(RoutedTracer):
             yield current
 
     def _open(
-        self, name: str, parent: Span, attributes: Mapping[str, Any], operation: str
+        self,
+        name: str,
+        parent: Span,
+        above: NodeSpan | RunRoot,
+        attributes: Mapping[str, Any],
+        operation: str,
     ) -> NodeSpan | None:
-        above = _node_of(parent)
-        if above is None:
-            return None
         scope = above.scope
         if scope is None:
             return None  # a run no plugin claimed: pass through
@@ -488,16 +620,30 @@ class NodeTracer(RoutedTracer):
 
 
 def _scope_of(span: Span) -> NodeScope | None:
-    if type(span) is RunRoot:
-        return span.scope
+    found = _node_of(span)
+    if type(found) is RunRoot:
+        return found.scope
     return _SCOPES.get(span.get_span_context().span_id) if _SCOPES else None
 
 
 def _node_of(span: Span) -> NodeSpan | RunRoot | None:
-    """The node (or claimed run root) ``span`` is, or passes through."""
+    """The node (or run root) ``span`` is, passes through, or wraps."""
     cls = type(span)
     if cls is NodeSpan or cls is RunRoot:
         return span  # type: ignore[return-value]
     if cls is Passage:
         return span.node  # type: ignore[attr-defined, no-any-return]
-    return None
+    if not _OURS:
+        return None
+    context = span.get_span_context()
+    found = _OURS.get(id(context))
+    if found is None or found.get_span_context() is not context:
+        return None
+    return found
+
+
+def _is_native(span: Span) -> bool:
+    """Whether ``span`` is one of ADK's own recording spans (a run no plugin
+    traces): what ADK opens under it stays ADK's own."""
+    scope = getattr(span, "instrumentation_scope", None)
+    return getattr(scope, "name", None) == sc.ADK_SCOPE and span.is_recording()

@@ -46,7 +46,7 @@ from ..semconv import A2A_SDK_SCOPE, ADK_SCOPE, INSTRUMENTATION_SCOPE
 from ..util import env
 from ..util.redact import guarded
 from ..version import __version__
-from . import adk_scope, adopt, scope_tracers
+from . import adk_scope, adopt, held_tracer, scope_tracers
 from .export import ExportingProcessor, batch_settings
 from .instance import with_instance_id
 from .otel_env import (
@@ -66,6 +66,8 @@ _build_lock = threading.Lock()
 _built: dict[str, Any] = {}
 """The tracer provider adk-otel built and installed (``tracer``), and the
 logger provider it built beside it when first needed (``logger``)."""
+_told = {"unanswered": False}
+"""Warnings said once per process."""
 _unswitchable: set[int] = set()
 """Providers already warned about: their SDK cannot switch a scope off."""
 
@@ -89,20 +91,49 @@ def resolve_tracer(settings: TelemetrySettings) -> trace.Tracer:
     keep = keep_adk_spans(settings.keep_adk_spans)
     if isinstance(provider, AdkOtelTracerProvider):
         provider.keep_adk_spans(keep)
-        routed = True
     else:
-        routed = isinstance(provider, TracerProvider) and route_adk_scope(provider, route=not keep)
-    if not keep:
-        # Also for a tracer ADK took before the routing: its spans then pass through.
-        suppress_scopes(provider, frozenset({ADK_SCOPE}), warn=not routed)
-    elif adk_scope.switch_on(
+        sdk = sdk_provider_of(provider)
+        if sdk is not None:
+            route_adk_scope(sdk, route=not keep)
+    answer_adk_tracer(keep=keep)
+    if keep and adk_scope.switch_on(
         provider, "tracer", scopes=frozenset({ADK_SCOPE}), marker=_SUPPRESSING
     ):
         # Asked to keep them on a provider where an earlier default switched them off.
         logger.info("adk-otel: ADK's own spans switched back on for this provider")
     if not env.flag(KEEP_A2A_SPANS_ENV, logger.warning):
-        suppress_scopes(provider, frozenset({A2A_SDK_SCOPE}))
+        suppress_scopes(sdk_provider_of(provider) or provider, frozenset({A2A_SDK_SCOPE}))
     return provider.get_tracer(INSTRUMENTATION_SCOPE, __version__)
+
+
+def answer_adk_tracer(*, keep: bool) -> bool | None:
+    """Answer for the tracer ADK holds (``held_tracer.py``): ADK's workflow
+    nodes get spans in adk-otel's tree, and ADK's duplicates of adk-otel's
+    layers are not recorded, whoever set the provider up and in which order.
+    When it cannot be answered for, ADK's own spans stay (never less than ADK
+    alone shows), and one warning says why. True, False, or None while ADK
+    holds no tracer yet."""
+    answered = held_tracer.answer(native=keep)
+    if answered is False and not keep and not _told["unanswered"]:
+        _told["unanswered"] = True
+        logger.warning(
+            "adk-otel: ADK's tracer (a %s) cannot be answered for, so ADK's own spans are "
+            "kept beside adk-otel's (workflow nodes included). Another library may have "
+            "replaced ADK's tracer: instrument ADK with one library only "
+            "(OTEL_PYTHON_DISABLED_INSTRUMENTATIONS names the other)",
+            held_tracer.describe(held_tracer.held()),
+        )
+    return answered
+
+
+def sdk_provider_of(provider: Any) -> TracerProvider | None:
+    """The SDK provider behind ``provider``: itself, or the SDK provider a
+    proxy provider delegates to (logfire's global provider keeps it as
+    ``provider``), else None."""
+    if isinstance(provider, TracerProvider):
+        return provider
+    inner = getattr(provider, "provider", None)
+    return inner if isinstance(inner, TracerProvider) else None
 
 
 def keep_adk_spans(explicit: bool | None) -> bool:
