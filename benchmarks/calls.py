@@ -220,11 +220,19 @@ class Bench:
 
         if counter is None:
             counter = CallCounter(self.package_dir, self.files)
+        # No collection while counting: one that happens to run there calls
+        # whatever weak-reference callbacks are due, and the count would hang
+        # on when the collector last ran rather than on the code.
+        collecting = gc.isenabled()
+        gc.collect()
+        gc.disable()
         sys.setprofile(counter)
         try:
             loop.run_until_complete(invocations())
         finally:
             sys.setprofile(None)
+            if collecting:
+                gc.enable()
         return counter
 
     def blocks(self, loop: asyncio.AbstractEventLoop, name: str, config: str) -> float:

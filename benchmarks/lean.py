@@ -23,6 +23,9 @@ compares them) on google-adk 2.5 and 2.13, and keeps the core guarantees:
   early, the task being cancelled, ADK's ``is_aborted``, an abort in flight;
   an error hook's exception is an ERROR span with its ``exception`` event,
   classified once per run (adk-otel's ``reading.failures``);
+* a traced run's ADK spans stay unrecorded: its ``before_run`` claims ADK's run
+  span from the node tracer every tracer shares (which keeps ADK's own spans
+  for a run nobody traces);
 * roll-ups (``rollups``): model and tool calls, errors and their categories,
   token usage, added to the direct agent (or the run) and folded into the
   parent when a span ends.
@@ -89,6 +92,7 @@ def lean_plugin(provider: Any, off: frozenset[str] = frozenset()) -> Any:
     from adk_otel import semconv as sc
     from adk_otel.ledger.spans import error_type, record_exception
     from adk_otel.lifecycle.aborts import abort_reason
+    from adk_otel.lifecycle.nodes import RunRoot
     from adk_otel.lifecycle.runner import CURRENT_WATCH
     from adk_otel.reading import attributes as attrs
     from adk_otel.reading import failures
@@ -102,6 +106,7 @@ def lean_plugin(provider: Any, off: frozenset[str] = frozenset()) -> Any:
     by_id = "runs" not in off
 
     start_span = provider.get_tracer("lean").start_span
+    get_current_span = trace.get_current_span
     in_context = trace.set_span_in_context
     # The runtime context's own calls, without the API's one-line wrappers.
     runtime = otel_context._RUNTIME_CONTEXT  # type: ignore[attr-defined]
@@ -374,6 +379,9 @@ def lean_plugin(provider: Any, off: frozenset[str] = frozenset()) -> Any:
         async def before_run_callback(self, *, invocation_context: Any) -> None:
             ic = invocation_context
             root = ic.agent
+            adk_run_span = get_current_span()
+            if type(adk_run_span) is RunRoot:
+                adk_run_span.claimed = True  # traced: ADK's own spans stay unrecorded
             if reading:
                 key = (ic.app_name, getattr(root, "name", None))
                 app = self.apps.get(key)

@@ -216,7 +216,8 @@ class AdkOtelPlugin(BasePlugin):
             root = getattr(invocation_context, "agent", None)
             # ADK's run span, as adk-otel answered it: claimed, so what ADK
             # opens under it joins this run (a run nobody claims keeps ADK's spans).
-            adk_root = nodes.run_root(trace.get_current_span())
+            current = trace.get_current_span()
+            adk_root = current if type(current) is nodes.RunRoot else nodes.run_root(current)
             if adk_root is not None:
                 adk_root.claimed = True
             run = self._runs.open(

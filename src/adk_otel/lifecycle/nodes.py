@@ -48,6 +48,7 @@ from typing import Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
+from opentelemetry.sdk.trace import _Span as SdkSpan
 from opentelemetry.trace import NonRecordingSpan, Span, SpanContext, Status, StatusCode
 from opentelemetry.util import types
 from opentelemetry.util._decorator import _agnosticcontextmanager
@@ -109,6 +110,9 @@ class RunRoot(NonRecordingSpan):
         "started",
         "workflow",
     )
+    natives = 0
+    """Runs no plugin claimed whose ADK spans are open: while there are none,
+    no span can be one of ADK's own (``_is_native`` is not asked)."""
 
     def __init__(
         self,
@@ -119,10 +123,7 @@ class RunRoot(NonRecordingSpan):
         name: str,
         attributes: types.Attributes,
     ) -> None:
-        # A context of its own (equal to the caller's), so the run root is
-        # found again by it when another library wraps the span (see _node_of).
-        super().__init__(_copy(context))
-        _remember(self)
+        super().__init__(context)
         self.workflow: str | None = workflow
         self.scope: NodeScope | None = None
         """The run's node scope (a Workflow root's run, claimed)."""
@@ -144,6 +145,7 @@ class RunRoot(NonRecordingSpan):
         """``context`` with ADK's own run span in place of this one: for the
         spans of a run no plugin claimed."""
         if self.native is None:
+            RunRoot.natives += 1
             self.native = self.own.start_span(
                 self.name,
                 trace.set_span_in_context(NonRecordingSpan(self._context)),
@@ -178,6 +180,7 @@ class RunRoot(NonRecordingSpan):
     def end(self, end_time: int | None = None) -> None:
         if self.native is not None:
             self.native.end(end_time)
+            RunRoot.natives -= 1
 
 
 class NodeScope:
@@ -233,26 +236,6 @@ _SCOPES: weakref.WeakValueDictionary[int, NodeScope] = weakref.WeakValueDictiona
 """Span id of a run's invocation span -> its node scope, while anything of
 the run holds the scope: a root workflow ADK opens under the invocation span
 itself (ADK 2.5 does, after ``before_run``) finds its run there."""
-
-
-_OURS: weakref.WeakValueDictionary[int, NodeSpan | RunRoot] = weakref.WeakValueDictionary()
-"""``id`` of a node span's or run root's span context -> that span: another
-library's tracer may hand ADK a wrapper around the span adk-otel made
-(OpenInference's, logfire's), and a wrapper answers with the same context."""
-
-
-def _copy(context: SpanContext) -> SpanContext:
-    return SpanContext(
-        context.trace_id,
-        context.span_id,
-        context.is_remote,
-        context.trace_flags,
-        context.trace_state,
-    )
-
-
-def _remember(span: NodeSpan | RunRoot) -> None:
-    _OURS[id(span.get_span_context())] = span
 
 
 def run_root(current: Span) -> RunRoot | None:
@@ -360,7 +343,6 @@ class NodeSpan(Span):
         self.tool_key: object = None
         """The tool call's ledger key, when this node is a tool node whose
         span became the tool's span (see adopt_tool)."""
-        _remember(self)
 
     # -- what ADK (and the node's own code) calls -------------------------
 
@@ -489,18 +471,18 @@ class NodeTracer(RoutedTracer):
                 set_status_on_exception,
             )
         parent = trace.get_current_span(context)
-        above = _node_of(parent)
-        unclaimed = type(above) is RunRoot and not above.claimed
         operation = attributes.get(sc.GEN_AI_OPERATION_NAME) if attributes else None
         if operation == OP_INVOKE_NODE or (
             operation == sc.OP_INVOKE_WORKFLOW and attributes and attributes.get(_NESTED)
         ):
+            above = _node_of(parent)
+            unclaimed = type(above) is RunRoot and not above.claimed
             if above is not None and not unclaimed:
                 node = self._open(name, parent, above, attributes or {}, operation)
                 if node is not None:
                     return node
         elif operation == sc.OP_INVOKE_WORKFLOW or name == "invocation":
-            if _is_native(parent):
+            if RunRoot.natives and _is_native(parent):
                 return self._native(name, context, kind, attributes, links, start_time)
             workflow = attributes.get(sc.GEN_AI_WORKFLOW_NAME) if attributes else None
             root = RunRoot(
@@ -518,11 +500,14 @@ class NodeTracer(RoutedTracer):
                 if root.workflow is not None:
                     scope.names_root(root.workflow)
             return root
+        else:
+            above = _node_of(parent)
+            unclaimed = type(above) is RunRoot and not above.claimed
         if unclaimed:
             # A run no plugin traces (a Runner left un-instrumented): ADK's own spans.
             context = above.native_context(context)  # type: ignore[union-attr]
             return self._native(name, context, kind, attributes, links, start_time)
-        if _is_native(parent):
+        if RunRoot.natives and _is_native(parent):
             return self._native(name, context, kind, attributes, links, start_time)
         return Passage(parent.get_span_context(), above)
 
@@ -535,9 +520,7 @@ class NodeTracer(RoutedTracer):
         links: Sequence[trace.Link] | None,
         start_time: int | None,
     ) -> Span:
-        return self.sdk_tracer.start_span(
-            name, context, kind, attributes, links, start_time
-        )
+        return self.sdk_tracer.start_span(name, context, kind, attributes, links, start_time)
 
     @_agnosticcontextmanager
     def start_as_current_span(
@@ -620,26 +603,30 @@ class NodeTracer(RoutedTracer):
 
 
 def _scope_of(span: Span) -> NodeScope | None:
-    found = _node_of(span)
+    cls = type(span)
+    found = span if cls is RunRoot else None if cls in _UNWRAPPED else _node_of(span)
     if type(found) is RunRoot:
         return found.scope
     return _SCOPES.get(span.get_span_context().span_id) if _SCOPES else None
 
 
 def _node_of(span: Span) -> NodeSpan | RunRoot | None:
-    """The node (or run root) ``span`` is, passes through, or wraps."""
+    """The node (or run root) ``span`` is or passes through, also when another
+    library's tracer handed ADK a wrapper around it (OpenInference's, which
+    Phoenix's provider puts around every span, keeps it as ``__wrapped__``)."""
     cls = type(span)
     if cls is NodeSpan or cls is RunRoot:
         return span  # type: ignore[return-value]
     if cls is Passage:
         return span.node  # type: ignore[attr-defined, no-any-return]
-    if not _OURS:
+    if cls in _UNWRAPPED:
         return None
-    context = span.get_span_context()
-    found = _OURS.get(id(context))
-    if found is None or found.get_span_context() is not context:
-        return None
-    return found
+    wrapped = getattr(span, "__wrapped__", None)
+    return _node_of(wrapped) if wrapped is not None else None
+
+
+_UNWRAPPED = frozenset({NonRecordingSpan, SdkSpan})
+"""Span classes that wrap nothing (adk-otel's own spans, a caller's, ADK's)."""
 
 
 def _is_native(span: Span) -> bool:
