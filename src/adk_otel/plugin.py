@@ -44,6 +44,7 @@ from .lifecycle import (
     sharing,
     teardown,
     transfers,
+    travel,
 )
 from .lifecycle.aborts import abort_reason
 from .lifecycle.hook_guard import HookGuard
@@ -747,3 +748,33 @@ class AdkOtelPlugin(BasePlugin):
             self._runs.forget_all()
         except Exception:
             logger.warning("adk-otel: ending open spans failed", exc_info=True)
+
+    # -- copies and pickles (lifecycle/travel.py) -------------------------
+
+    def __getstate__(self) -> travel.State:
+        """Pickled (Agent Engine's upload, multiprocessing): the name, the
+        options and the noted roots, never the ledger, runs or providers."""
+        return self._travelling(pickled=True)
+
+    def __setstate__(self, state: travel.State) -> None:
+        """Unpickled: a new plugin with the options that travelled."""
+        AdkOtelPlugin.__init__(self, state["name"], **state["options"])
+        travel.arrived(state, self._runs)
+        if state["prepared"]:
+            self.prepare()
+
+    def __copy__(self) -> AdkOtelPlugin:
+        """A new plugin with the same options (providers included): a copy of
+        a plugin that has run, or is running, shares none of its spans."""
+        copied = self.__class__.__new__(self.__class__)
+        copied.__setstate__(self._travelling(pickled=False))
+        return copied
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> AdkOtelPlugin:
+        return self.__copy__()
+
+    def _travelling(self, *, pickled: bool) -> travel.State:
+        prepared = self._ledger_instance is not None
+        return travel.state(
+            self.name, self._options, self._runs, prepared=prepared, pickled=pickled
+        )

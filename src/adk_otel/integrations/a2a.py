@@ -76,6 +76,12 @@ def trace_context_interceptor() -> Any:
     return RequestInterceptor(before_request=_before_request, after_request=_after_request)
 
 
+def _is_ours(interceptor: Any) -> bool:
+    """adk-otel's interceptor, or a copy of it (a deep-copied or unpickled
+    agent's: the copy holds the same functions, see docs/deploy.md)."""
+    return getattr(interceptor, "before_request", None) is _before_request
+
+
 def propagate_from(agents: list[Any]) -> None:
     """Add the interceptor to each remote agent's config (once each). Never raises."""
     for agent in agents:
@@ -96,7 +102,7 @@ def _add_interceptor(agent: Any) -> None:
         return
     interceptor = trace_context_interceptor()
     interceptors = config.request_interceptors or []
-    if not any(i is interceptor for i in interceptors):
+    if not any(_is_ours(i) for i in interceptors):
         # First in the list: before_request then runs before the caller's own
         # interceptors, which may add to the metadata but rarely replace it.
         config.request_interceptors = [interceptor, *interceptors]
@@ -115,11 +121,18 @@ def with_trace_context(
 ) -> Callable[[Any, Any], dict[str, Any]]:
     """An ``a2a_request_meta_provider`` that returns ``provider``'s metadata
     plus the current trace context."""
+    return _WithTraceContext(provider)
 
-    @functools.wraps(provider)
-    def provide(ctx: Any, message: Any) -> dict[str, Any]:
-        metadata = dict(provider(ctx, message) or {})
+
+class _WithTraceContext:
+    """:func:`with_trace_context`'s provider: an object, not a closure, so a
+    remote agent that carries it still pickles (docs/deploy.md)."""
+
+    def __init__(self, provider: Callable[[Any, Any], dict[str, Any]]) -> None:
+        self._provider = provider
+        functools.update_wrapper(self, provider)
+
+    def __call__(self, ctx: Any, message: Any) -> dict[str, Any]:
+        metadata = dict(self._provider(ctx, message) or {})
         metadata.update(inject())
         return metadata
-
-    return provide

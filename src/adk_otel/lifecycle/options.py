@@ -48,7 +48,9 @@ class OptionArguments(TypedDict, total=False):
     result_failures: bool | None
 
 
-_PROVIDERS = ("tracer_provider", "meter_provider", "logger_provider")
+PROVIDERS = ("tracer_provider", "meter_provider", "logger_provider")
+"""The options that hold a provider: objects of one process (threads, locks,
+exporters), so never pickled with a plugin (lifecycle/travel.py)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +79,7 @@ class Options:
             raise TypeError(f"adk-otel: no such option: {', '.join(sorted(unknown))}")
         changes: dict[str, Any] = {}
         for name, value in given.items():
-            if name in _PROVIDERS:
+            if name in PROVIDERS:
                 value = usable(name, value)
             if value is not None:
                 changes[name] = value
@@ -101,6 +103,12 @@ class Options:
 
 
 _NAMES = frozenset(field.name for field in dataclasses.fields(Options))
+
+
+def given(chosen: Options) -> dict[str, Any]:
+    """The options given in ``chosen`` as keywords (``None`` ones left out):
+    ``Options().updated(given(chosen)) == chosen``."""
+    return {name: value for name in sorted(_NAMES) if (value := getattr(chosen, name)) is not None}
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,6 +33,7 @@ two or more are.
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 from google.adk.plugins.base_plugin import BasePlugin
@@ -41,13 +42,22 @@ from google.adk.plugins.base_plugin import BasePlugin
 class CloseWitness(BasePlugin):
     """Tells its plugin which Runner's ``close()`` is running."""
 
-    def __init__(self, sharing: Sharing, manager: Any, name: str) -> None:
+    def __init__(self, sharing: Sharing | None, manager: Any, name: str) -> None:
         super().__init__(name=name)
         self._sharing = sharing
-        self._manager = weakref.ref(manager)
+        self._manager: Callable[[], Any] = (
+            weakref.ref(manager) if manager is not None else _no_manager
+        )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Copied or pickled with the plugin list it sits in: a witness names
+        a Runner of this process, so its copy names none (its ``close()`` does
+        nothing, as for a close no witness names); the plugin's copy is a new
+        plugin that gives itself a witness of its own (travel.py)."""
+        return (CloseWitness, (None, None, self.name))
 
     @property
-    def witness_for(self) -> Sharing:
+    def witness_for(self) -> Sharing | None:
         return self._sharing
 
     def watches(self, sharing: Sharing, manager: Any) -> bool:
@@ -56,9 +66,14 @@ class CloseWitness(BasePlugin):
         return self._sharing is sharing and self._manager() is manager
 
     async def close(self) -> None:
-        manager = self._manager()
-        if manager is not None:
-            self._sharing.closing(manager)
+        manager, sharing = self._manager(), self._sharing
+        if manager is not None and sharing is not None:
+            sharing.closing(manager)
+
+
+def _no_manager() -> None:
+    """The manager of a witness that names none (a copy's)."""
+    return None
 
 
 class Sharing:
