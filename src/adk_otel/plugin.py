@@ -760,8 +760,6 @@ class AdkOtelPlugin(BasePlugin):
         """Unpickled: a new plugin with the options that travelled."""
         AdkOtelPlugin.__init__(self, state["name"], **state["options"])
         travel.arrived(state, self._runs)
-        if state["prepared"]:
-            self.prepare()
 
     def __copy__(self) -> AdkOtelPlugin:
         """A new plugin with the same options (providers included): a copy of
@@ -774,7 +772,4 @@ class AdkOtelPlugin(BasePlugin):
         return self.__copy__()
 
     def _travelling(self, *, pickled: bool) -> travel.State:
-        prepared = self._ledger_instance is not None
-        return travel.state(
-            self.name, self._options, self._runs, prepared=prepared, pickled=pickled
-        )
+        return travel.state(self.name, self._options, self._runs, pickled=pickled)

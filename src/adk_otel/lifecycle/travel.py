@@ -11,9 +11,10 @@ holds is of two kinds:
 * what it built in this process: the span ledger and its lock, the tracer, the
   runs in flight, the weak references to Runners and agents, the provider
   pipeline. None of it travels: a copy builds its own on first use, as a new
-  plugin does, or as it arrives when the original had set its pipeline up
-  (``instrument()`` does at once): ADK opens a run's root span before the
-  first hook, and only a pipeline set up by then gives workflow nodes spans.
+  plugin does. It resolves its provider at its first run, so a platform that
+  sets telemetry up after unpickling (Agent Engine's ``set_up()``) is found;
+  the tracer ADK holds is answered for as the copy is made, so even the first
+  run's workflow nodes get spans (``pipeline/held_tracer.py``).
 
 So a copy of a plugin, made before, during or after runs, is a new plugin with
 the same options: it shares no ledger, run or span with the original.
@@ -49,17 +50,13 @@ class State(TypedDict):
     """App name -> its root ``Workflow``'s name (``Runs.workflows``)."""
     kinds: dict[str, dict[str, str]]
     """App name -> node names -> kinds (``Runs.kinds``)."""
-    prepared: bool
-    """The plugin had resolved its provider (``instrument()`` does at once, a
-    run does at the latest): the copy does too as it arrives, before its first
-    run opens ADK's root span (lifecycle/node_routing.py)."""
 
 
 _told: set[str] = set()
 """Where the dropped providers were logged already in this process."""
 
 
-def state(name: str, chosen: Options, runs: Runs, *, prepared: bool, pickled: bool) -> State:
+def state(name: str, chosen: Options, runs: Runs, *, pickled: bool) -> State:
     """The plugin's travelling state; ``pickled``: going to another process,
     so without its providers."""
     options = given(chosen)
@@ -76,7 +73,6 @@ def state(name: str, chosen: Options, runs: Runs, *, prepared: bool, pickled: bo
         dropped=dropped,
         workflows=dict(runs.workflows),
         kinds={app: dict(kinds) for app, kinds in runs.kinds.items()},
-        prepared=prepared,
     )
 
 
