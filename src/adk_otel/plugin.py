@@ -49,7 +49,7 @@ from .lifecycle import (
 from .lifecycle.aborts import abort_reason
 from .lifecycle.hook_guard import HookGuard
 from .lifecycle.runner import CURRENT_WATCH
-from .pipeline import provider, shutdown
+from .pipeline import processor_swap, provider, shutdown
 from .reading import attributes as attrs
 from .reading import failures
 from .reading.content import ContentCapture
@@ -103,6 +103,8 @@ class AdkOtelPlugin(BasePlugin):
         self._ledger_instance: TelemetryLedger | None = None
         self._devui: DevUi | None = None
         """Set when ADK's dev server reads this plugin's spans (see integrations/devui.py)."""
+        self._processors: processor_swap.ProcessorWatch | None = None
+        """Follows a span processor a platform swaps under the tracer (Agent Engine)."""
         self._runs = runs.Runs()
         self._sharing = sharing.Sharing(self)
         self._agent_keys = keys.agents()
@@ -178,6 +180,7 @@ class AdkOtelPlugin(BasePlugin):
         if ledger.details is not None:
             ledger.details.flush()
         settings = self._options.telemetry
+        self._processors = processor_swap.ProcessorWatch(now.tracer, options.provider(settings))
         ledger.details = options.details_log(now.content, settings)
         self._devui = options.dev_ui(settings, self._devui)
         return ledger
@@ -214,6 +217,8 @@ class AdkOtelPlugin(BasePlugin):
                 self._looked_around = True
                 self._answer_for_adk()
             ledger = self._ledger
+            if self._processors is not None:
+                self._processors.check()
             root = getattr(invocation_context, "agent", None)
             # ADK's run span, as adk-otel answered it: claimed, so what ADK
             # opens under it joins this run (a run nobody claims keeps ADK's spans).

@@ -10,6 +10,8 @@ import textwrap
 
 import pytest
 from opentelemetry.sdk.trace import TracerProvider, _TracerConfig
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from adk_otel.lifecycle.nodes import NodeTracer
 from adk_otel.pipeline import otel_env, scope_tracers
@@ -272,3 +274,40 @@ def test_the_registered_factory_makes_the_tracer_of_adks_scope(monkeypatch) -> N
     assert isinstance(sdk.get_tracer(ADK_SCOPE), NodeTracer)
     assert [type(t).__module__ for t in made] == ["opentelemetry.sdk.trace"] * 2
     assert tracer.sdk_tracer is made[0]
+
+
+def test_a_swapped_span_processor_is_followed_and_said_once(caplog, monkeypatch) -> None:
+    """A platform replacing the provider's active processor (as Agent Engine's
+    AdkApp does) leaves tracers made before on the old, shut-down one: the
+    watch points them at the new one, and says so once."""
+    from opentelemetry.sdk.trace import SynchronousMultiSpanProcessor
+
+    from adk_otel.pipeline import processor_swap
+
+    monkeypatch.setitem(processor_swap._told, "swapped", False)
+    caplog.set_level(logging.WARNING, logger="adk_otel")
+    provider = TracerProvider()
+    before = InMemorySpanExporter()
+    provider.add_span_processor(SimpleSpanProcessor(before))
+    ours = provider.get_tracer("adk_otel")
+    others = provider.get_tracer("an-application")
+    watch = processor_swap.ProcessorWatch(ours, provider)
+    watch.check()
+    assert not caplog.records, "nothing swapped yet: nothing said"
+
+    provider._active_span_processor.shutdown()  # as the platform does
+    provider._active_span_processor = SynchronousMultiSpanProcessor()
+    after = InMemorySpanExporter()
+    provider.add_span_processor(SimpleSpanProcessor(after))
+    ours.start_span("lost").end()
+    assert after.get_finished_spans() == (), "the SDK's own behaviour: a stale tracer drops"
+
+    for _ in range(2):
+        watch.check()
+    ours.start_span("kept").end()
+    others.start_span("kept too").end()
+    assert [s.name for s in after.get_finished_spans()] == ["kept", "kept too"]
+    said = [
+        r.getMessage() for r in caplog.records if "span processor was replaced" in r.getMessage()
+    ]
+    assert len(said) == 1 and "2 tracer(s)" in said[0], said

@@ -6,12 +6,17 @@ clones the ``AdkApp`` (``AdkApp.clone()`` deep-copies the App) and
 ``_upload_agent_engine`` cloudpickles the clone into a Cloud Storage blob; the
 server loads that blob in a fresh process and calls ``set_up()``. Here the
 blob is a local file (the only stand-in: Cloud Storage), the server a
-subprocess. Telemetry stays off (``AdkApp``'s own telemetry is another
-matter: its span processor swap).
+subprocess. With ``AdkApp``'s own telemetry on, its exporter sends to the
+test's receiver instead of Google's endpoint (anonymous credentials), and its
+span processor swap in ``set_up()`` happens as it does on the platform; each
+set-up order runs in a fresh process (``engine_telemetry_probe.py``).
 """
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,8 +29,8 @@ from adk_otel import AdkOtelPlugin
 from adk_otel.testing.receiver import OtlpReceiver
 
 from .harness import assert_clean
-from .test_copies import fresh, per_trace, plugin_in, received_traces, run_probe
-from .travel_agents import CLERK_SPANS, clerk_app
+from .test_copies import SRC, fresh, per_trace, plugin_in, received_traces, run_probe
+from .travel_agents import CLERK_SPANS, FLOW_SPANS, clerk_app
 
 agent_engines = pytest.importorskip("vertexai.agent_engines")
 deploying = pytest.importorskip("vertexai.agent_engines._agent_engines")
@@ -121,3 +126,66 @@ async def test_deploy_clones_and_pickles_and_the_server_traces_two_queries(
         traces = received_traces(receiver)
     assert traces == [Counter(CLERK_SPANS)] * 2
     assert_clean(recorder, caplog.records)
+
+
+@pytest.mark.parametrize("kind", ["instrument", "plugin"])
+async def test_deployed_with_agent_engine_telemetry_on_each_query_is_one_tree(
+    recorder, caplog, tmp_path, kind
+):
+    """The server's AdkApp sets its telemetry up in ``set_up()``, after the App
+    arrived: adk-otel's spans go through its provider and exporter, once each,
+    the first query included, with no span of ADK's own beside them."""
+    adk_app = agent_engines.AdkApp(app=set_ups()[kind]())
+    blob = deploy(adk_app, tmp_path)
+    with OtlpReceiver() as receiver:
+        endpoint = receiver.http_endpoint.removesuffix("/v1/traces")
+        run_probe(blob, "cloudpickle", "adkapp", endpoint, telemetry=True)
+        traces = received_traces(receiver)
+    assert traces == [Counter(CLERK_SPANS)] * 2
+
+
+ENGINE_PROBE = Path(__file__).with_name("engine_telemetry_probe.py")
+
+
+def engine_run(setup: str, app: str, endpoint: str) -> str:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "ADK_OTEL_"))}
+    env = {
+        **clean,
+        "PYTHONPATH": os.pathsep.join([str(SRC), str(Path(__file__).parent)]),
+        "TELEMETRY_RECEIVER": endpoint,
+        "GOOGLE_CLOUD_AGENT_ENGINE_ENABLE_TELEMETRY": "true",
+        "OTEL_TRACES_EXPORTER": "none",  # adk-otel's own pipeline, if it built one, sends nothing
+    }
+    if setup == "env":
+        env["OTEL_PYTHON_TRACER_PROVIDER"] = "adk_otel"
+    done = subprocess.run(
+        [sys.executable, str(ENGINE_PROBE), setup, app],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 0 and done.stdout.strip().endswith("done"), done.stderr[-3000:]
+    assert "Failed to detach context" not in done.stderr, done.stderr[-3000:]
+    return done.stderr
+
+
+SWAPPED = "span processor was replaced after adk-otel was set up"
+
+
+@pytest.mark.parametrize("app", ["clerk", "flow"])
+@pytest.mark.parametrize("setup", ["instrument", "plugin", "provider_first", "env"])
+def test_agent_engine_telemetry_on_locally_loses_no_span(setup, app) -> None:
+    """However adk-otel was set up before ``set_up()`` (resolved at once by
+    ``instrument()``, an application's provider made first, the standard
+    variable; or lazily by a plugin), both queries reach AdkApp's exporter as
+    adk-otel's one tree each: the processor AdkApp swaps in is followed, and
+    that is said once. Before, with adk-otel resolved first, every span went to
+    the processor AdkApp had shut down."""
+    with OtlpReceiver() as receiver:
+        stderr = engine_run(setup, app, receiver.http_endpoint.removesuffix("/v1/traces"))
+        traces = received_traces(receiver)
+    expected = Counter(CLERK_SPANS if app == "clerk" else FLOW_SPANS)
+    assert traces == [expected] * 2, stderr[-3000:]
+    assert stderr.count(SWAPPED) == (0 if setup == "plugin" else 1), stderr[-3000:]

@@ -251,8 +251,12 @@ async def test_the_close_witness_pickles_and_its_copy_names_no_runner(recorder, 
     assert_clean(recorder, caplog.records)
 
 
-def run_probe(path: Path, loader: str, kind: str, endpoint: str) -> dict[str, Any]:
+def run_probe(
+    path: Path, loader: str, kind: str, endpoint: str, *, telemetry: bool = False
+) -> dict[str, Any]:
+    """``telemetry``: AdkApp's own telemetry on, exporting to ``endpoint`` too."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "ADK_OTEL_"))}
+    clean.pop("GOOGLE_CLOUD_AGENT_ENGINE_ENABLE_TELEMETRY", None)
     env = {
         **clean,
         "PYTHONPATH": os.pathsep.join([str(SRC), str(TESTS)]),
@@ -260,6 +264,8 @@ def run_probe(path: Path, loader: str, kind: str, endpoint: str) -> dict[str, An
         "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
         "OTEL_SERVICE_NAME": "travelled",
     }
+    if telemetry:
+        env["TELEMETRY_RECEIVER"] = endpoint
     done = subprocess.run(
         [sys.executable, str(PROBE), str(path), loader, kind],
         capture_output=True,

@@ -7,18 +7,39 @@ a Runner built here) or ``adkapp`` (``AdkApp.set_up()``, then one
 ``async_stream_query`` and one ``stream_query``, as Agent Engine's server does).
 Nothing of adk-otel is imported before the pickle is loaded, and no provider
 is set: adk-otel builds its pipeline from ``OTEL_*`` (the test's OTLP
-receiver) on first use. Prints one JSON line.
+receiver) on first use; or, with ``TELEMETRY_RECEIVER`` set, AdkApp's own
+telemetry is on (``GOOGLE_CLOUD_AGENT_ENGINE_ENABLE_TELEMETRY=true``) and
+exports to that receiver in place of Google's endpoint, with anonymous
+credentials. Prints one JSON line.
 """
 
 import asyncio
 import json
+import os
 import sys
 import warnings
 
 warnings.filterwarnings("ignore")
 
+if os.environ.get("TELEMETRY_RECEIVER"):
+    import google.auth
+    from google.auth.credentials import AnonymousCredentials
+    from vertexai.agent_engines.templates import adk as adk_template
+
+    google.auth.default = lambda *args, **kwargs: (AnonymousCredentials(), "test-project")
+    receiving = os.environ["TELEMETRY_RECEIVER"]
+    adk_template._DEFAULT_TELEMETRY_ENDPOINT = f"{receiving}/v1/traces"
+    adk_template._DEFAULT_TELEMETRY_LOGS_ENDPOINT = f"{receiving}/v1/logs"
+    os.environ["GOOGLE_CLOUD_AGENT_ENGINE_ENABLE_TELEMETRY"] = "true"
+
 path, loader, kind = sys.argv[1:4]
 before = sorted(name for name in sys.modules if name.split(".")[0] == "adk_otel")
+if os.environ.get("TELEMETRY_RECEIVER"):
+    import vertexai
+
+    vertexai.init(
+        project="test-project", location="us-central1", credentials=AnonymousCredentials()
+    )
 load = __import__(loader).load
 with open(path, "rb") as file:
     loaded = load(file)

@@ -90,7 +90,8 @@ def runs() -> dict[tuple[str, str, str], tuple[list[Span], str]]:
     wanted = [(s, a, m) for s in SETUPS for a in APPS for m in ("adk_otel", "adk_alone")]
     wanted += [("provider_first", "workflow", "mixed")]
     with OtlpReceiver() as receiver, ThreadPoolExecutor(3) as pool:
-        results = pool.map(lambda key: child(*key, receiver.http_endpoint), wanted)
+        base = receiver.http_endpoint.removesuffix("/v1/traces")
+        results = pool.map(lambda key: child(*key, base), wanted)
         return dict(zip(wanted, results, strict=True))
 
 

@@ -1,0 +1,71 @@
+"""Runs in a fresh process: Vertex AI Agent Engine's ``AdkApp`` with its own
+telemetry on (``GOOGLE_CLOUD_AGENT_ENGINE_ENABLE_TELEMETRY=true``), serving an
+instrumented App; two queries, then the process ends as a server's would.
+
+    python engine_telemetry_probe.py SETUP APP
+
+SETUP says how adk-otel (and any provider) was set up before ``set_up()``:
+``instrument`` (``instrument(App)``, which resolves its provider at once),
+``plugin`` (``App(plugins=[AdkOtelPlugin()])``, resolved at the first run),
+``provider_first`` (the application's SDK provider set before ADK's import,
+then ``instrument(App)``), ``env`` (``OTEL_PYTHON_TRACER_PROVIDER=adk_otel``,
+set by the parent, then ``instrument(App)``). APP: ``clerk`` or ``flow``.
+
+AdkApp exports over OTLP/HTTP with an authorized session to Google's telemetry
+endpoint: here the endpoint is the test's receiver (TELEMETRY_RECEIVER) and the
+credentials are anonymous. Nothing else is replaced.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import warnings
+
+warnings.filterwarnings("ignore")
+
+SETUP, APP = sys.argv[1:3]
+
+if SETUP == "provider_first":
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+
+    trace.set_tracer_provider(TracerProvider())
+
+import google.auth  # noqa: E402
+from google.auth.credentials import AnonymousCredentials  # noqa: E402
+
+google.auth.default = lambda *args, **kwargs: (AnonymousCredentials(), "test-project")
+
+import vertexai  # noqa: E402
+from vertexai.agent_engines import AdkApp  # noqa: E402
+from vertexai.agent_engines.templates import adk as adk_template  # noqa: E402
+
+adk_template._DEFAULT_TELEMETRY_ENDPOINT = os.environ["TELEMETRY_RECEIVER"] + "/v1/traces"
+adk_template._DEFAULT_TELEMETRY_LOGS_ENDPOINT = os.environ["TELEMETRY_RECEIVER"] + "/v1/logs"
+vertexai.init(project="test-project", location="us-central1", credentials=AnonymousCredentials())
+
+from travel_agents import clerk_app, flow_app  # noqa: E402
+
+import adk_otel  # noqa: E402
+
+build = clerk_app if APP == "clerk" else flow_app
+app = (
+    build(plugins=[adk_otel.AdkOtelPlugin()]) if SETUP == "plugin" else adk_otel.instrument(build())
+)
+adk_app = AdkApp(app=app)
+adk_app.set_up()
+
+
+async def main() -> None:
+    for _ in range(2):
+        async for _ in adk_app.async_stream_query(user_id="u", message="hi"):
+            pass
+
+
+asyncio.run(main())
+from opentelemetry import trace  # noqa: E402
+
+trace.get_tracer_provider().force_flush()  # type: ignore[attr-defined]
+print("done")
