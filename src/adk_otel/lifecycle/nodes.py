@@ -8,14 +8,17 @@ instead of raising it). That tracing asks the global tracer provider for the
 tracer of scope ``gcp.vertex.agent`` and opens ``invoke_workflow`` and
 ``invoke_node`` spans on it. adk-otel's tracer provider (``pipeline/provider.py``)
 hands ADK a :class:`NodeTracer` for that scope (registered as that scope's
-tracer by ``node_routing.py``: the pipeline never imports this module), which
-turns those calls into one lifecycle with the plugin's spans:
+tracer by ``node_routing.py``: the pipeline never imports this module), and so
+does the tracer ADK already holds when a provider was set before ADK's import
+(``pipeline/held_tracer.py``). It turns those calls into one lifecycle with the
+plugin's spans:
 
 * ADK's run span (``invoke_workflow <root>`` or the legacy ``invocation``)
   becomes a :class:`RunRoot`: a non-recording span that passes the caller's
   context through, as ADK's spans always did under adk-otel. The plugin's
   ``before_run`` finds it current and *claims* it (:func:`claim_root`), so
-  the run's nodes open under the invocation span.
+  the run's nodes open under the invocation span. A run nobody claims (a
+  Runner left un-instrumented) keeps ADK's own spans, its root included.
 * ``invoke_node`` and nested ``invoke_workflow`` become :class:`NodeSpan`:
   an entry in the plugin's span ledger under the node or workflow that ran
   it, with ADK holding it current while the node's own code runs (so spans
@@ -110,7 +113,7 @@ class RunRoot(NonRecordingSpan):
         "started",
         "workflow",
     )
-    natives = 0
+    natives: int = 0
     """Runs no plugin claimed whose ADK spans are open: while there are none,
     no span can be one of ADK's own (``_is_native`` is not asked)."""
 
@@ -127,17 +130,17 @@ class RunRoot(NonRecordingSpan):
         self.workflow: str | None = workflow
         self.scope: NodeScope | None = None
         """The run's node scope (a Workflow root's run, claimed)."""
-        self.claimed = False
+        self.claimed: bool = False
         """A plugin traces the run (its ``before_run`` found this span current)."""
         self.runs: dict[str, int] | None = None
         """Node name -> runs started under the root (for the node path); made
         with the first node (most runs are an agent's, with no node at all)."""
         self.latest: dict[str, NodeSpan] | None = None
         """Node name -> its latest run under the root (for attempts)."""
-        self.own = own
-        self.name = name
-        self.attributes = attributes
-        self.started = time.time_ns()
+        self.own: trace.Tracer = own
+        self.name: str = name
+        self.attributes: types.Attributes = attributes
+        self.started: int = time.time_ns()
         self.native: Span | None = None
         """ADK's own run span, started when the first span of an unclaimed run opens."""
 
@@ -440,9 +443,12 @@ def adopt_tool(node: NodeSpan, tool_name: str, key: object) -> Entry | None:
 
 class NodeTracer(RoutedTracer):
     """The tracer ADK's own spans are made with under adk-otel (see the module
-    doc). Node spans of a run no plugin claimed, and every other span, pass
-    the parent's context through, as a switched-off scope would. ``native``
-    (ADK's own spans kept) hands every call to ``sdk_tracer``, the SDK's."""
+    doc). Every span of a run no plugin claimed (a Runner left
+    un-instrumented) is ADK's own, made by ``sdk_tracer``; in a claimed run,
+    every span but a node's passes the parent's context through, as a
+    switched-off scope would. ``native`` (ADK's own spans kept) hands every
+    call to ``sdk_tracer``: the SDK's tracer, or the tracer ADK holds as its
+    class defines it (``pipeline/held_tracer.py``)."""
 
     def __init__(self, sdk_tracer: trace.Tracer, *, native: bool = False) -> None:
         super().__init__(sdk_tracer, native=native)

@@ -11,18 +11,20 @@
   exporting over OTLP with a batch processor, and installed globally so ADK
   and other libraries share it.
 
-ADK also emits its own spans (scope ``gcp.vertex.agent``). By default they are
-switched off on the provider adk-otel uses, through the SDK's tracer
-configurator: ADK then gets non-recording spans that carry the parent context
-through, so the tree stays connected with one layer per operation. On the
-providers adk-otel builds or routes, ADK's scope is answered instead by the
-tracer registered for it in ``scope_tracers.py`` (the lifecycle's node tracer,
-which gives ADK's workflow nodes spans in adk-otel's tree). They are
-kept only when asked (``keep_adk_spans=True`` or ``ADK_OTEL_KEEP_ADK_SPANS=true``),
-under ADK's web/API server too: its dev UI is drawn from adk-otel's spans
-there (``integrations/devui.py``). The A2A SDK's internal spans (scope
-``a2a-python-sdk``, dozens per remote call) are switched off the same way unless
-``ADK_OTEL_KEEP_A2A_SPANS=true``.
+ADK also emits its own spans (scope ``gcp.vertex.agent``). On the providers
+adk-otel builds or routes, ADK's scope is answered by the tracer registered for
+it in ``scope_tracers.py`` (the lifecycle's node tracer, which gives ADK's
+workflow nodes spans in adk-otel's tree and records none of ADK's duplicates of
+adk-otel's layers); the tracer ADK already took from a provider set before its
+import is answered for in place (``held_tracer.py``). ADK's own spans are kept
+only when asked (``keep_adk_spans=True`` or ``ADK_OTEL_KEEP_ADK_SPANS=true``),
+under ADK's web/API server too: its dev UI is drawn from adk-otel's spans there
+(``integrations/devui.py``), and for a Runner adk-otel does not trace. When
+ADK's tracer cannot be answered for, ADK's spans are kept and one warning says
+why (never less than ADK alone). The A2A SDK's internal spans (scope
+``a2a-python-sdk``, dozens per remote call) are switched off through the SDK's
+tracer configurator unless ``ADK_OTEL_KEEP_A2A_SPANS=true``. A span processor a
+platform swaps in later is followed (``processor_swap.py``).
 Bad configuration is reported with a warning naming the variable; it
 never stops the agent (``otel_env.py``). The batch processor is described in
 ``export.py``.
