@@ -3,11 +3,15 @@
 Time limits: every test has one (pytest-timeout, ``timeout`` in pyproject.toml),
 tighter for the directories in ``TIGHTER_LIMITS``, so a deadlock or a generator
 nobody closes fails as one named test with its stack instead of hanging the run.
+No skips in CI: with ``CI`` set (GitHub Actions and .ci/run set it), a skipped
+test fails the session, whatever made it skip (a missing package, the order of
+tests).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -51,6 +55,30 @@ def pytest_exception_interact(node: pytest.Item | pytest.Collector) -> None:
     settings = node.stash.get(_TIMER_SETTINGS, None)
     if settings is not None and not settings.func_only:
         node.config.pluginmanager.hook.pytest_timeout_set_timer(item=node, settings=settings)
+
+
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").lower() not in ("", "0", "false")
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int) -> None:
+    if not _in_ci():
+        return
+    skipped = terminalreporter.stats.get("skipped", [])
+    if skipped:
+        terminalreporter.section("skipped in CI", sep="=", red=True, bold=True)
+        for report in skipped:
+            terminalreporter.line(f"{report.nodeid}: {report.longrepr}")
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """No test is skipped in CI (CONTRIBUTING.md): one that skipped there,
+    for a missing package or an order of tests, fails the run."""
+    if not _in_ci():
+        return
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None and reporter.stats.get("skipped") and exitstatus == 0:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture
