@@ -53,5 +53,6 @@ def test_a_failed_tests_hanging_teardown_fails_at_the_limit(tmp_path: Path) -> N
     assert result.returncode == 1, out
     assert "Timeout (>2.0s) from pytest-timeout" in out, out
     assert "ERROR test_hang.py::test_fails_then_hangs" in out, out
-    assert "1 failed, 1 passed, 1 error" in out, out
+    summary = result.stdout.strip().splitlines()[-1]  # a warning may sit among the counts
+    assert all(count in summary for count in ("1 failed", "1 passed", "1 error")), out
     assert elapsed < 30, out
