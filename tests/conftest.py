@@ -1,11 +1,84 @@
-"""Fixtures shared by every test package."""
+"""Fixtures and guards shared by every test package.
+
+Time limits: every test has one (pytest-timeout, ``timeout`` in pyproject.toml),
+tighter for the directories in ``TIGHTER_LIMITS``, so a deadlock or a generator
+nobody closes fails as one named test with its stack instead of hanging the run.
+No skips in CI: with ``CI`` set (GitHub Actions and .ci/run set it), a skipped
+test fails the session, whatever made it skip (a missing package, the order of
+tests).
+"""
 
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
+
+HERE = Path(__file__).resolve().parent
+
+# Seconds per test (setup, call and teardown) in these directories, where each test takes
+# well under 5 s on a loaded 2-core machine: a lifecycle change that deadlocks or leaves
+# ADK's generator open fails tests/lifecycle in seconds, not at the suite's default.
+TIGHTER_LIMITS = {"lifecycle": 20.0}
+
+_TIMER_SETTINGS = pytest.StashKey[Any]()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("timeout") is not None:
+            continue
+        path = item.path.resolve()
+        if path.is_relative_to(HERE):
+            limit = TIGHTER_LIMITS.get(path.relative_to(HERE).parts[0])
+            if limit is not None:
+                item.add_marker(pytest.mark.timeout(limit))
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_timeout_set_timer(item: pytest.Item, settings: Any) -> None:
+    item.stash[_TIMER_SETTINGS] = settings  # for the teardown of a failed test, below
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_exception_interact(node: pytest.Item | pytest.Collector) -> None:
+    """Time the teardown of a failed test too. pytest-timeout (2.4) stops its
+    timer when a test fails, for a post-mortem debugger; the teardown then ran
+    unbounded, and a run that left ADK's generator open hung in the event
+    loop's close. Without ``--pdb``, the timer is set again for the rest."""
+    if not isinstance(node, pytest.Item) or node.config.getoption("usepdb", False):
+        return
+    settings = node.stash.get(_TIMER_SETTINGS, None)
+    if settings is not None and not settings.func_only:
+        node.config.pluginmanager.hook.pytest_timeout_set_timer(item=node, settings=settings)
+
+
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").lower() not in ("", "0", "false")
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int) -> None:
+    if not _in_ci():
+        return
+    skipped = terminalreporter.stats.get("skipped", [])
+    if skipped:
+        terminalreporter.section("skipped in CI", sep="=", red=True, bold=True)
+        for report in skipped:
+            terminalreporter.line(f"{report.nodeid}: {report.longrepr}")
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """No test is skipped in CI (CONTRIBUTING.md): one that skipped there,
+    for a missing package or an order of tests, fails the run."""
+    if not _in_ci():
+        return
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None and reporter.stats.get("skipped") and exitstatus == 0:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "calls.py"
 
 
@@ -37,6 +39,7 @@ def test_the_guard_fails_over_budget(tmp_path):
     assert "--update-budget" in done.stderr
 
 
+@pytest.mark.timeout(360)  # slow: 10-40 s on a loaded 2-core machine
 def test_the_guard_fails_when_open_spans_hold_more_memory(tmp_path):
     """Calls within budget, but the blocks the open spans hold are not."""
     from importlib.metadata import version
@@ -52,6 +55,7 @@ def test_the_guard_fails_when_open_spans_hold_more_memory(tmp_path):
     assert "single" not in done.stderr and "sequential" not in done.stderr
 
 
+@pytest.mark.timeout(360)  # slow: 10-40 s on a loaded 2-core machine
 def test_the_guard_fails_without_a_budget_for_this_release(tmp_path):
     budget = tmp_path / "budget.json"
     budget.write_text("{}")

@@ -24,6 +24,7 @@ CASES = {
 }
 
 
+@pytest.mark.timeout(360)  # slow: 10-40 s on a loaded 2-core machine
 @pytest.mark.parametrize("name", CASES)
 def test_benchmark_runs(name, tmp_path):
     results = tmp_path / f"{name}.json"

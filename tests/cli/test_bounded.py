@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 from typing import IO
 
+import pytest
 import zstandard
 
 from .collector_files import as_lines, json_messages, length_prefixed, proto_messages
@@ -220,6 +221,7 @@ def test_integers_too_long_to_convert(capsys, collector_file: Path, tmp_path) ->
     assert err.count("\n") == 1
 
 
+@pytest.mark.timeout(360)  # slow: 10-40 s on a loaded 2-core machine
 def test_a_chain_of_50000_spans_prints_in_linear_space(tmp_path) -> None:
     """Each span the child of the one before, all failed with one message: the
     text tree's indentation stops growing past a depth (else 50,000 lines of up

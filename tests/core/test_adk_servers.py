@@ -125,16 +125,59 @@ def test_the_dev_ui_reads_the_run_from_our_spans(tmp_path: Path, receiver) -> No
             assert details["attributes"]["gen_ai.output.messages"]
 
 
+ADK_KEPT = {"invoke_agent clerk", "execute_tool lookup", "generate_content scripted-model"}
+
+
 def test_keep_adk_spans_keeps_them_under_the_server(tmp_path: Path, receiver) -> None:
+    """With ADK_OTEL_KEEP_ADK_SPANS=true, ADK's own spans are in the run's
+    trace, one connected tree under the server's span of the request (under
+    ADK's run span where the server records none)."""
     with (
         serving("api_server", tmp_path, receiver, ADK_OTEL_KEEP_ADK_SPANS="true") as served,
         httpx.Client(timeout=60) as client,
     ):
         session_id, _ = served.run(client)
         spans_of(receiver, session_id)
-        receiver.wait_for(
-            lambda _: any(r.scope == ADK_SCOPE for r in as_records(receiver.requests)), timeout=60
-        )
+
+        def trace() -> list[SpanRecord]:
+            records = as_records(receiver.requests)
+            (trace_id,) = {
+                r.trace_id
+                for r in records
+                if r.name == "invocation shop"
+                and r.attributes.get("gen_ai.conversation.id") == session_id
+            }
+            return [r for r in records if r.trace_id == trace_id]
+
+        def whole(_: object) -> bool:  # the server's span ends last, after every other
+            return any(r.parent_id is None for r in trace())
+
+        receiver.wait_for(whole, timeout=60)
+        spans = trace()
+    by_id = {r.span_id: r for r in spans}
+    listing = "\n".join(f"{r.name} [{r.scope}] {r.span_id} <- {r.parent_id}" for r in spans)
+    (root,) = [r for r in spans if r.parent_id is None]
+    # The server's span of the request where the server records HTTP spans (ADK 2.13's
+    # FastAPI instrumentation), else ADK's run span (ADK 2.5 records none).
+    http = [
+        r
+        for r in as_records(receiver.requests)
+        if r.name == "POST /run" and r.scope not in (ADK_SCOPE, INSTRUMENTATION_SCOPE)
+    ]
+    if http:
+        assert root.scope not in (ADK_SCOPE, INSTRUMENTATION_SCOPE), listing
+        assert root.name == "POST /run", listing
+    else:
+        assert (root.scope, root.name) == (ADK_SCOPE, "invocation"), listing
+    assert {r.name for r in spans if r.scope == ADK_SCOPE} >= ADK_KEPT, listing
+    for span in spans:
+        if span.scope != ADK_SCOPE:
+            continue
+        ancestor = span
+        while ancestor.parent_id is not None:
+            assert ancestor.parent_id in by_id, f"{span.name}: broken parent link\n{listing}"
+            ancestor = by_id[ancestor.parent_id]
+        assert ancestor is root, f"{span.name}\n{listing}"
 
 
 WORKFLOW_RUN = {"invocation shop", "invoke_node prepare", "invoke_agent clerk", "application work"}

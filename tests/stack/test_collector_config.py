@@ -189,11 +189,17 @@ def test_dashboards_are_provisioned_from_the_repository_folder(compose: dict[str
     for path in dashboards:
         dashboard = json.loads(path.read_text(encoding="utf-8"))
         assert dashboard["uid"] and dashboard["title"], path.name
-        for panel in dashboard.get("panels", []):
+        assert dashboard["panels"], f"{path.name}: no panels"
+        for panel in dashboard["panels"]:
             assert panel["datasource"]["uid"] in datasource_uids, f"{path.name}: {panel['title']}"
 
 
 def test_grafana_provisioning_has_no_dollar_signs() -> None:
     """Grafana expands $VAR in provisioning files: a stray `$` silently becomes empty."""
-    for path in (CONFIG_DIR / "grafana/provisioning").rglob("*.yaml"):
+    provisioning = CONFIG_DIR / "grafana/provisioning"
+    files = sorted(path for path in provisioning.rglob("*") if path.is_file())
+    # Every provisioning file is read, whatever its extension: the two the stack mounts at least.
+    names = {path.relative_to(provisioning).as_posix() for path in files}
+    assert names >= {"datasources/datasources.yaml", "dashboards/dashboards.yaml"}, names
+    for path in files:
         assert "$" not in path.read_text(encoding="utf-8"), path.name

@@ -162,7 +162,9 @@ async def test_the_span_event_form_on_request(monkeypatch: pytest.MonkeyPatch, h
         **options,
     )
     assert exporter.get_finished_logs() == ()
-    for span in rec.kind("model"):
+    models = rec.kind("model")
+    assert len(models) == 2, [span.name for span in rec.spans]  # the tool call, then the reply
+    for span in models:
         (event,) = span.events
         assert event.name == sc.GEN_AI_INFERENCE_DETAILS_EVENT
         assert isinstance(event.attributes[sc.GEN_AI_INPUT_MESSAGES], str)  # JSON text

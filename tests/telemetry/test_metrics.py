@@ -162,9 +162,19 @@ def _plugin(rec: Recorded) -> Any:
     return found
 
 
-async def test_no_meter_provider_means_no_metric_work() -> None:
-    if type(otel_metrics.get_meter_provider()).__name__ != "_ProxyMeterProvider":
-        pytest.skip("a global meter provider was installed in this process")
+@pytest.fixture
+def no_global_meter_provider(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The API's state before any meter provider is set, whatever ran before in
+    this process (the test neither skips nor depends on the order of tests)."""
+    from opentelemetry.environment_variables import OTEL_PYTHON_METER_PROVIDER
+    from opentelemetry.metrics import _internal as api
+
+    monkeypatch.delenv(OTEL_PYTHON_METER_PROVIDER, raising=False)
+    monkeypatch.setattr(api, "_METER_PROVIDER", None)
+    assert type(otel_metrics.get_meter_provider()).__name__ == "_ProxyMeterProvider"
+
+
+async def test_no_meter_provider_means_no_metric_work(no_global_meter_provider: None) -> None:
     rec = await run(clerk(reply("a")), meter_provider=None)
     assert _plugin(rec)._ledger.instruments is None
     assert rec.metrics() == {}

@@ -20,6 +20,7 @@ def documented_test_file() -> str:
     return found.group(1)
 
 
+@pytest.mark.timeout(360)  # slow: 10-40 s on a loaded 2-core machine
 def test_the_documented_test_file_passes(pytester: pytest.Pytester) -> None:
     pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
     pytester.makepyfile(test_shop_traces=documented_test_file())

@@ -173,6 +173,7 @@ def test_plugin_module_imports_nothing_heavy() -> None:
     assert heavy == ["adk_otel.testing.pytest_plugin"]
 
 
+@pytest.mark.timeout(360)  # slow: 10-40 s on a loaded 2-core machine
 def test_captures_stay_apart_under_xdist(project: pytest.Pytester) -> None:
     """Real ADK runs in parallel workers: each test sees its own trace only."""
     project.makepyfile(

@@ -1,0 +1,108 @@
+"""Checks on the test suite itself: a test whose checks sit in a loop over
+what the run found (spans of a kind, files matching a pattern) counts it first,
+so finding nothing fails instead of passing (tests/conftest.py fails a CI run
+with a skipped test; tests/distribution/test_time_limits.py holds the limits)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+TESTS = Path(__file__).resolve().parents[1]
+
+# Calls that return what a run or the repository holds, possibly nothing.
+FINDERS = {"kind", "glob", "rglob", "iterdir"}
+
+
+def _finder_call(node: ast.expr) -> bool:
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in FINDERS
+    )
+
+
+def _asserts(node: ast.AST) -> bool:
+    return any(isinstance(n, ast.Assert) for n in ast.walk(node))
+
+
+def _names_in_asserts(statements: list[ast.stmt]) -> set[str]:
+    return {
+        n.id
+        for statement in statements
+        for a in ast.walk(statement)
+        if isinstance(a, ast.Assert)
+        for n in ast.walk(a)
+        if isinstance(n, ast.Name)
+    }
+
+
+def uncounted_loops(source: str) -> list[int]:
+    """Lines of loops in test functions that assert inside, over a finder's
+    result that no earlier assert of the function counts."""
+    found = []
+    for fn in ast.walk(ast.parse(source)):
+        if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        if not fn.name.startswith("test"):
+            continue
+        statements = list(fn.body)
+        for index, statement in enumerate(statements):
+            for loop in ast.walk(statement):
+                if not isinstance(loop, ast.For | ast.AsyncFor) or not _asserts(loop):
+                    continue
+                if _finder_call(loop.iter):
+                    found.append(loop.lineno)
+                elif isinstance(loop.iter, ast.Name):
+                    bound = {
+                        t.id
+                        for s in statements[:index]
+                        if isinstance(s, ast.Assign) and _finder_call(s.value)
+                        for t in s.targets
+                        if isinstance(t, ast.Name)
+                    }
+                    counted = _names_in_asserts(statements[:index])
+                    if loop.iter.id in bound and loop.iter.id not in counted:
+                        found.append(loop.lineno)
+    return found
+
+
+def test_no_test_checks_only_inside_a_loop_over_what_it_found() -> None:
+    offenders = [
+        f"{path.relative_to(TESTS.parent)}:{line}"
+        for path in sorted(TESTS.rglob("test_*.py"))
+        for line in uncounted_loops(path.read_text(encoding="utf-8"))
+    ]
+    assert not offenders, f"count what the loop goes over before it: {offenders}"
+
+
+def test_the_check_finds_the_loops_it_is_for() -> None:
+    vacuous = """
+def test_a(rec):
+    for span in rec.kind("model"):
+        assert span.name
+
+def test_b(rec):
+    models = rec.kind("model")
+    for span in models:
+        assert span.name
+
+def test_c(root):
+    for path in root.rglob("*.yaml"):
+        assert "$" not in path.read_text()
+"""
+    counted = """
+def test_d(rec):
+    models = rec.kind("model")
+    assert len(models) == 2
+    for span in models:
+        assert span.name
+
+def test_e(root):
+    files = sorted(root.rglob("*"))
+    assert files
+    for path in files:
+        assert path.name
+"""
+    assert uncounted_loops(vacuous) == [3, 8, 12]
+    assert uncounted_loops(counted) == []
