@@ -38,7 +38,11 @@ initializer = pytest.importorskip("google.cloud.aiplatform.initializer")
 AnonymousCredentials = pytest.importorskip("google.auth.credentials").AnonymousCredentials
 
 # stream_query and create_session are deprecated in favour of their async forms: both are served.
-pytestmark = pytest.mark.filterwarnings("ignore:AdkApp.*deprecated:DeprecationWarning")
+# Each test runs AdkApp, and most a fresh process besides: beyond tests/lifecycle's 20 s.
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:AdkApp.*deprecated:DeprecationWarning"),
+    pytest.mark.timeout(300),
+]
 
 
 @pytest.fixture(autouse=True)

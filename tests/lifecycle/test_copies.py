@@ -304,6 +304,7 @@ def received_traces(receiver: OtlpReceiver) -> list[Counter[str]]:
     return list(traces.values())
 
 
+@pytest.mark.timeout(300)  # a fresh process: beyond tests/lifecycle's 20 s
 @pytest.mark.parametrize(
     ("loader", "kind", "ran"),
     [("pickle", "instrument", False), ("cloudpickle", "plugin", True)],

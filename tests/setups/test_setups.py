@@ -36,6 +36,8 @@ OPENINFERENCE_RUNS = ADK_VERSION >= (2, 10)
 """OpenInference's google-adk instrumentation needs google-adk >= 2.10 (with
 2.5 it fails halfway): the set-ups that turn it on run with the newer ADK only."""
 ROOT = Path(__file__).resolve().parents[2]
+# The module's fixture runs every set-up's processes (about a minute on 2 busy cores).
+pytestmark = pytest.mark.timeout(600)
 SETUPS = [
     "provider_first",
     "tracer_provider_env",
