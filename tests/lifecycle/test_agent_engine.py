@@ -53,7 +53,12 @@ def vertex_offline(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     config = initializer._Config()
     config.init(project="test-project", location="us-central1", credentials=AnonymousCredentials())
     monkeypatch.setattr(initializer, "global_config", config)
+    # AdkApp.set_up() writes the process environment (GOOGLE_GENAI_USE_VERTEXAI,
+    # GOOGLE_CLOUD_PROJECT, ...), which would steer later tests' models to Vertex AI.
+    environ = dict(os.environ)
     yield
+    os.environ.clear()
+    os.environ.update(environ)
 
 
 class Blob:

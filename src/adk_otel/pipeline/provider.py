@@ -70,6 +70,8 @@ _built: dict[str, Any] = {}
 logger provider it built beside it when first needed (``logger``)."""
 _told = {"unanswered": False}
 """Warnings said once per process."""
+_said: set[str] = set()
+"""Bad settings said already (``_warn_once``)."""
 _unswitchable: set[int] = set()
 """Providers already warned about: their SDK cannot switch a scope off."""
 
@@ -143,7 +145,15 @@ def keep_adk_spans(explicit: bool | None) -> bool:
     off: one span per operation on every path, ``adk web`` included."""
     if explicit is not None:
         return explicit
-    return env.flag(KEEP_ADK_SPANS_ENV, logger.warning) is True
+    return env.flag(KEEP_ADK_SPANS_ENV, _warn_once) is True
+
+
+def _warn_once(message: str, *args: Any) -> None:
+    """A bad setting read again (each plugin made, each resolve) is said once."""
+    text = message % args
+    if text not in _said:
+        _said.add(text)
+        logger.warning("%s", text)
 
 
 def global_tracer_provider() -> trace.TracerProvider:
