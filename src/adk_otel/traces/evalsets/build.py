@@ -132,8 +132,10 @@ def _invocation(run: Run) -> tuple[dict[str, Any], list[str]]:
     user_content = content(user, "user")
     notes += [f"the user's message had {lost}: left out" for lost in user_content.lost]
     if not user.parsed:
-        notes.append("the user's message is not the conventions' JSON as recorded (rewritten by "
-                     "the redact hook?): kept as its text")  # fmt: skip
+        notes.append(
+            "the user's message is not the conventions' JSON as recorded (rewritten by "
+            "the redact hook?): kept as its text"
+        )
     uses, responses = [], []
     for tool in run.tools:
         name = str(tool.attributes.get(sc.GEN_AI_TOOL_NAME) or tool.name.split(" ", 1)[-1])
@@ -141,15 +143,19 @@ def _invocation(run: Run) -> tuple[dict[str, Any], list[str]]:
         arguments = captured(tool, sc.GEN_AI_TOOL_CALL_ARGUMENTS)
         args: Any = None
         if arguments is None:
-            notes.append(f"the arguments of tool {name!r} are not in the trace (dropped by the "
-                         "redact hook?): the call has none")  # fmt: skip
+            notes.append(
+                f"the arguments of tool {name!r} are not in the trace (dropped by the "
+                "redact hook?): the call has none"
+            )
         elif arguments.truncated:
             raise _cut(run, f"the arguments of tool {name!r}")
         elif arguments.parsed and isinstance(arguments.value, Mapping):
             args = arguments.value
         else:
-            notes.append(f"the arguments of tool {name!r} are not a JSON object as recorded "
-                         "(rewritten by the redact hook?): kept under 'value'")  # fmt: skip
+            notes.append(
+                f"the arguments of tool {name!r} are not a JSON object as recorded "
+                "(rewritten by the redact hook?): kept under 'value'"
+            )
             args = {"value": arguments.value}
         uses.append(function_call(call_id, name, args))
         result = captured(tool, sc.GEN_AI_TOOL_CALL_RESULT)
@@ -180,14 +186,18 @@ def _final_response(run: Run, notes: list[str]) -> dict[str, Any] | None:
         return None
     output = captured(run.invocation, sc.GEN_AI_OUTPUT_MESSAGES)
     if output is None:
-        notes.append("the run gave no final response: write the answer the agent should give "
-                     "as final_response")  # fmt: skip
+        notes.append(
+            "the run gave no final response: write the answer the agent should give "
+            "as final_response"
+        )
         return None
     final = content(output, "model")
     notes += [f"the final response had {lost}: left out" for lost in final.lost]
     if output.truncated:
-        notes.append("the final response was cut to the content length limit "
-                     f"({sc.CONTENT_MAX_LENGTH_ENV}): complete it")  # fmt: skip
+        notes.append(
+            "the final response was cut to the content length limit "
+            f"({sc.CONTENT_MAX_LENGTH_ENV}): complete it"
+        )
     return final.json
 
 
@@ -196,7 +206,8 @@ def _error(record: SpanRecord) -> str:
     message = record.status_description
     tool = record.attributes.get(sc.GEN_AI_TOOL_NAME)
     where = f"tool {tool}: " if record.adk_kind == sc.SpanKind.TOOL else ""
-    text = f"{where}{kind}: {message}" if message and message != kind else f"{where}{kind}"
+    said = message if message and message.startswith(kind) else f"{kind}: {message}"
+    text = where + (said if message and message != kind else kind)
     return text if len(text) <= 200 else text[:199] + "…"
 
 
@@ -218,4 +229,5 @@ def _safe(text: str, unsafe: re.Pattern[str]) -> str:
 
 
 def _seconds(ns: int) -> float:
-    return round(ns / 1e9, 6)
+    """Unix seconds, to the microsecond below (so ``--since`` that time includes it)."""
+    return ns // 1000 / 1e6
