@@ -384,3 +384,13 @@ def test_hostile_files_are_bounded_and_one_line(tmp_path) -> None:
     [case] = json.loads(out)["eval_cases"]  # the nested runs are the top run's tool work
     assert case["conversation"][0]["user_content"]["parts"][0]["text"].startswith("[[[")
     assert took < 60
+
+
+def test_the_help_lists_the_keys_and_exit_codes(capsys) -> None:
+    assert main(["evalset", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "failed_tool  the run's call of this tool failed" in out
+    assert "Exit codes: 0 written, 2 unusable input" in out
+    assert "--max-document-mb MB" in out
+    assert main(["--help"]) == 0
+    assert "evalset" in capsys.readouterr().out
