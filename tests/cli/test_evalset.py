@@ -394,3 +394,23 @@ def test_the_help_lists_the_keys_and_exit_codes(capsys) -> None:
     assert "--max-document-mb MB" in out
     assert main(["--help"]) == 0
     assert "evalset" in capsys.readouterr().out
+
+
+def test_writing_an_eval_set_imports_no_adk(traces) -> None:
+    import subprocess
+    import sys
+
+    script = (
+        "import sys, io, contextlib; from adk_otel.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()): code = main(['evalset', sys.argv[1]])\n"
+        "adk = ('google.adk', 'adk_otel.plugin')\n"
+        "print(code, sorted(m for m in sys.modules if m.startswith(adk)))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(traces)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert done.stdout.splitlines()[-1] == "0 []"
