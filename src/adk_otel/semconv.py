@@ -67,6 +67,11 @@ Not ``gen_ai.usage.*``: backends that sum usage over all spans (Langfuse,
 Phoenix) would count each call again at every level above it."""
 ADK_CONTENT_EVENT = "adk.content"
 """Span event carrying an invocation's or tool call's content in EVENT modes."""
+CONTENT_CAPTURE_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+"""The setting that turns content capture on (the variable other GenAI instrumentations read)."""
+CONTENT_MAX_LENGTH_ENV = "ADK_OTEL_CONTENT_MAX_LENGTH"
+CONTENT_TRUNCATION_MARKER = "...[truncated]"
+"""How a captured value cut to the maximum length ends (it is then no longer valid JSON)."""
 
 # GenAI semantic conventions
 GEN_AI_OPERATION_NAME = "gen_ai.operation.name"

@@ -8,6 +8,7 @@
     adk-otel check traces.jsonl --expect spec.yaml
     adk-otel summarize traces/ -o baseline.summary.json
     adk-otel compare baseline.summary.json traces/ --fail-on any   # docs/compare.md
+    adk-otel evalset traces/ --where outcome=error -o bad-runs.evalset.json  # ADK eval cases
     adk-otel demo [ARGS...]                     # run the bundled demo app
 
 ``FILE`` is OTLP JSON as the OpenTelemetry Collector's ``file`` exporter (or
@@ -86,6 +87,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ..traces.evalsets.build import EvalSetError
+from ..traces.evalsets.selection import SelectionError
 from ..traces.expect import parse_tree, render_expected, tree_mismatch, unknown_key
 from ..traces.io import eval_set_results, evaluations
 from ..traces.io.files import expand, read_records, read_traces
@@ -97,7 +100,7 @@ from ..traces.render import render_normalized, render_tree
 from ..traces.report_json import check_json, forest_json
 from ..util import sanitize
 from ..version import __version__
-from . import compare
+from . import compare, evalset
 
 PROG = "adk-otel"
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
@@ -554,6 +557,9 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_commands(
         commands, lambda parser: limit_arguments(parser, [n for n in NAMES if n != "spec"])
     )
+    evalset.add_command(
+        commands, lambda parser: limit_arguments(parser, [n for n in NAMES if n != "spec"])
+    )
     commands.add_parser("demo", help="run the demo app (arguments are passed on)")
     for command in commands.choices.values():  # a bad argument gets its command's usage
         command.set_defaults(command_parser=command)
@@ -611,6 +617,11 @@ def _dispatch(args: argparse.Namespace) -> tuple[int, str]:
         return compare.cmd_summarize(args, read_limits(args))
     if args.command == "compare":
         return compare.cmd_compare(args, use_colour(args.color), read_limits(args))
+    if args.command == "evalset":
+        try:
+            return evalset.cmd_evalset(args, read_limits(args))
+        except (EvalSetError, SelectionError) as exc:
+            raise UsageError(str(exc)) from None
     return cmd_tree(args) if args.command == "tree" else cmd_check(args)
 
 

@@ -37,10 +37,10 @@ from ..util.redact import guarded
 
 logger: logging.Logger = guarded(logging.getLogger(__name__))
 
-CAPTURE_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
-MAX_LENGTH_ENV = "ADK_OTEL_CONTENT_MAX_LENGTH"
+CAPTURE_ENV = sc.CONTENT_CAPTURE_ENV
+MAX_LENGTH_ENV = sc.CONTENT_MAX_LENGTH_ENV
 DEFAULT_MAX_LENGTH = 8192
-TRUNCATION_MARKER = "...[truncated]"
+TRUNCATION_MARKER = sc.CONTENT_TRUNCATION_MARKER
 
 Redactor = Callable[[str, str], "str | None"]
 _warned: set[str] = set()
