@@ -11,6 +11,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 APP = textwrap.dedent(
     """
     import asyncio, sys
@@ -89,3 +91,15 @@ def test_a_tracer_adk_took_first_is_answered_for():
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [NODES]
     assert "not in adk-otel's tree" not in done.stderr and "cannot be answered" not in done.stderr
+
+
+def test_a_tracer_that_cannot_change_its_class_is_left_alone() -> None:
+    """An object whose class cannot change (a built-in type's instance) is not
+    answered for, and nothing of the attempt stays behind."""
+    from adk_otel.pipeline import held_tracer
+
+    unchangeable = object()
+    with pytest.raises(TypeError):
+        held_tracer._answer(unchangeable)  # before the fix: KeyError here
+    assert held_tracer.answered(unchangeable) is None
+    assert id(unchangeable) not in held_tracer._ROUTED

@@ -157,7 +157,8 @@ def _answer(tracer: Any) -> RoutedTracer | None:
     try:
         target.__class__ = _answered_class(own)
     except TypeError:
-        del _ROUTED[id(target)], _ROUTED[id(tracer)]
+        _ROUTED.pop(id(target), None)
+        _ROUTED.pop(id(tracer), None)
         raise
     return routed
 
