@@ -100,6 +100,6 @@ def test_a_tracer_that_cannot_change_its_class_is_left_alone() -> None:
 
     unchangeable = object()
     with pytest.raises(TypeError):
-        held_tracer._answer(unchangeable)  # before the fix: KeyError here
+        held_tracer._answer(unchangeable)
     assert held_tracer.answered(unchangeable) is None
     assert id(unchangeable) not in held_tracer._ROUTED
