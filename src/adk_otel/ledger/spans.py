@@ -135,7 +135,11 @@ class Entry:
     recording: bool = True
     """Whether the span records (False when its trace was sampled out): then
     nothing is written to it, only its bookkeeping is kept."""
-    children: list[Entry] = field(default_factory=list)
+    children: dict[Entry, None] = field(default_factory=dict)
+    """The open children, in the order they opened: a dict, so a child that
+    ends leaves it in constant time however many siblings are open (a list's
+    ``remove`` searched and shifted them all: a cost that grew with a turn's
+    parallel tool calls)."""
     ended: bool = False
     updates: int = 0
     """How many intermediate updates (streamed chunks) the span has seen."""
@@ -270,7 +274,7 @@ class Ledger:
         stale = opened.get(key)
         opened[key] = entry
         if parent is not None:
-            parent.children.append(entry)
+            parent.children[entry] = None
         if stale is not None:
             # The same key opened twice without a close: never leak the first.
             self._finish(stale, Outcome.INCOMPLETE, None, "reopened")
@@ -531,11 +535,7 @@ class Ledger:
             if self._open.get(entry.key) is entry:
                 del self._open[entry.key]
             if parent is not None:
-                # try/except, not contextlib.suppress: this runs for every span.
-                try:  # noqa: SIM105
-                    parent.children.remove(entry)
-                except ValueError:
-                    pass
+                parent.children.pop(entry, None)
         span = entry.span
         if facts is not None:
             try:
