@@ -647,7 +647,11 @@ class AdkOtelPlugin(BasePlugin):
         if waiting:
             self._interrupted(invocation_context, waiting)
         ledger = self._ledger_instance
-        if ledger is not None and ledger.concluded and not outcomes.settle_on(ledger, event):
+        if (
+            ledger is not None
+            and ledger.concluded
+            and not outcomes.settle_on(ledger, event, self._runs)
+        ):
             self._guard.failures += 1
         if capturing is not None:
             self._capture_final_response(capturing, invocation_context, event)

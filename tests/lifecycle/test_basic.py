@@ -240,3 +240,17 @@ async def test_agent_callback_short_circuit_in_agent_itself(recorder, caplog):
     assert result.error is None
     assert_clean(recorder, caplog.records)
     assert [row[1] for row in shape(recorder)] == [INV, "invoke_agent gate"]
+
+
+async def test_each_model_span_ends_at_its_response_event_not_at_the_agents_end(recorder, caplog):
+    """A long turn holds no model span open: each ends when ADK emits its
+    response, before the tool call it asked for ends (ADK 2.5 builds that
+    event anew, with another ``EventActions`` than the model call's)."""
+    script = [call("lookup", {"sku": f"A{i}"}) for i in range(3)] + [reply("done")]
+    result = await drive(runner_for(clerk(*script)))
+
+    assert result.error is None
+    assert_clean(recorder, caplog.records)
+    order = [s.name for s in recorder.spans]
+    model, tool = "generate_content scripted-model", "execute_tool lookup"
+    assert order == [model, tool] * 3 + [model, "invoke_agent clerk", INV], order

@@ -36,6 +36,11 @@ def model(actions: object) -> Key:
     return ("model", id(actions))
 
 
+def is_model(key: object) -> bool:
+    """Whether ``key`` is a model call's (:func:`model`)."""
+    return isinstance(key, tuple) and len(key) == 2 and key[0] == "model"
+
+
 def tool(invocation_id: object, call_id: object) -> Key:
     return ("tool", invocation_id, call_id)
 

@@ -29,7 +29,7 @@ from ..semconv import Outcome
 from ..util.redact import guarded
 from . import keys
 from .aborts import abort_reason
-from .runs import Run, is_cancelled
+from .runs import Run, Runs, is_cancelled
 
 logger: logging.Logger = guarded(logging.getLogger(__name__))
 
@@ -181,15 +181,38 @@ def classified(
     return failures.classify(error, layer, run.failures, classifier)
 
 
-def settle_on(ledger: TelemetryLedger, event: Any) -> bool:
+_REBUILT_EVENTS = [True]
+"""Whether this ADK may build a model's response event anew (ADK 2.5): true
+until a response event is found by its model call's ``EventActions`` (ADK
+2.13 keeps them), after which no event looks further. Were an ADK to keep
+them on one path only, a model span on another would end at its agent's end,
+with its own end time and outcome, as it did before this look."""
+
+
+def settle_on(ledger: TelemetryLedger, event: Any, runs: Runs | None = None) -> bool:
     """End the model or tool spans whose response this event carries: every
     callback of their layer has run by the time ADK emits it. False when
-    that failed (logged)."""
+    that failed (logged).
+
+    A model call's span is found by the response event's ``EventActions``.
+    ADK 2.5 builds that event anew (``Event.model_validate`` over the dumped
+    event), with another ``EventActions``: then the innermost agent of the
+    event's author (in ``runs``) ends its concluded model calls, whose layers
+    are over once that agent emits a complete event. Without this they stayed
+    open until the agent ended, a long turn holding all of them."""
     try:
         if not event.partial:
             model = ledger.get(keys.model(event.actions))
             if model is not None:
+                _REBUILT_EVENTS[0] = False
                 ledger.settle(model)
+            elif runs is not None and _REBUILT_EVENTS[0]:
+                run = runs.latest(event.invocation_id)
+                agent = run.innermost_agent(event.author) if run is not None else None
+                if agent is not None and agent.children:
+                    for child in list(agent.children):
+                        if child.pending is not None and keys.is_model(child.key):
+                            ledger.settle(child)
         if ledger.concluded:
             for call_id in attrs.function_response_ids(event):
                 tool = ledger.get(keys.tool(event.invocation_id, call_id))
