@@ -461,11 +461,12 @@ class Ledger:
         if pending is not None:
             self._finish(entry, pending.outcome, pending.error, pending.reason)
 
-    def settle_children(self, entry: Entry) -> None:
-        """End ``entry``'s concluded children: a new operation under it has
-        begun, so their layers are over."""
+    def settle_children(self, entry: Entry, keyed: Callable[[object], bool] | None = None) -> None:
+        """End ``entry``'s concluded children (only those whose key ``keyed``
+        accepts, when given): a new operation under it has begun, so their
+        layers are over."""
         for child in list(entry.children):
-            if child.pending is not None:
+            if child.pending is not None and (keyed is None or keyed(child.key)):
                 self.settle(child)
 
     def unwind(self) -> None:

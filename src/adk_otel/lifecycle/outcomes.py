@@ -210,9 +210,7 @@ def settle_on(ledger: TelemetryLedger, event: Any, runs: Runs | None = None) -> 
                 run = runs.latest(event.invocation_id)
                 agent = run.innermost_agent(event.author) if run is not None else None
                 if agent is not None and agent.children:
-                    for child in list(agent.children):
-                        if child.pending is not None and keys.is_model(child.key):
-                            ledger.settle(child)
+                    ledger.settle_children(agent, keys.is_model)
         if ledger.concluded:
             for call_id in attrs.function_response_ids(event):
                 tool = ledger.get(keys.tool(event.invocation_id, call_id))
