@@ -50,11 +50,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import gc
 import json
 import statistics
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -154,6 +155,24 @@ class CallTracer(CallCounter):
         self.calls.append(f"{shared}{where} -> {callee}")
 
 
+@contextlib.contextmanager
+def hooked(install: Callable[[Any], None], hook: Any) -> Iterator[None]:
+    """``hook`` installed with ``install`` (``sys.setprofile`` or ``sys.settrace``)
+    and the garbage collector off for the block: a collection that happened
+    to run inside it would call whatever weak-reference callbacks are due, and
+    the count would hang on when the collector last ran rather than on the code."""
+    collecting = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    install(hook)
+    try:
+        yield
+    finally:
+        install(None)
+        if collecting:
+            gc.enable()
+
+
 class Bench:
     """One runner per (workload, configuration) on a provider built as adk-otel
     builds one, with an exporter that drops the spans."""
@@ -220,19 +239,8 @@ class Bench:
 
         if counter is None:
             counter = CallCounter(self.package_dir, self.files)
-        # No collection while counting: one that happens to run there calls
-        # whatever weak-reference callbacks are due, and the count would hang
-        # on when the collector last ran rather than on the code.
-        collecting = gc.isenabled()
-        gc.collect()
-        gc.disable()
-        sys.setprofile(counter)
-        try:
+        with hooked(sys.setprofile, counter):
             loop.run_until_complete(invocations())
-        finally:
-            sys.setprofile(None)
-            if collecting:
-                gc.enable()
         return counter
 
     def blocks(self, loop: asyncio.AbstractEventLoop, name: str, config: str) -> float:

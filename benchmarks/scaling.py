@@ -183,19 +183,11 @@ class Scaling:
 
     def own_calls(self, runner: Any, size: int) -> int:
         """adk-otel's own calls in one run, as ``calls.py`` counts them."""
-        from calls import CallCounter
+        from calls import CallCounter, hooked
 
         counter = CallCounter(self.package_dir)
-        collecting = gc.isenabled()
-        gc.collect()
-        gc.disable()  # a collection would run weak-reference callbacks mid-count
-        sys.setprofile(counter)
-        try:
+        with hooked(sys.setprofile, counter):
             self.loop.run_until_complete(_run(runner, size))
-        finally:
-            sys.setprofile(None)
-            if collecting:
-                gc.enable()
         return counter.own
 
     def own_lines(self, runner: Any, size: int) -> int:
@@ -215,16 +207,10 @@ class Scaling:
                 return local
             return None  # no line events from anyone else's frames
 
-        collecting = gc.isenabled()
-        gc.collect()
-        gc.disable()
-        sys.settrace(tracer)
-        try:
+        from calls import hooked
+
+        with hooked(sys.settrace, tracer):
             self.loop.run_until_complete(_run(runner, size))
-        finally:
-            sys.settrace(None)
-            if collecting:
-                gc.enable()
         return lines[0]
 
     def _ours(self, trace: tracemalloc.Trace) -> bool:
