@@ -250,6 +250,9 @@ class AdkOtelPlugin(BasePlugin):
                 self._capture.put(
                     run.entry, sc.GEN_AI_INPUT_MESSAGES, attrs.user_messages, invocation_context
                 )
+                self._capture.put(
+                    run.entry, sc.ADK_SESSION_STATE, attrs.session_state, invocation_context
+                )
         except Exception:
             self._guard.failed("before_run_callback")
 

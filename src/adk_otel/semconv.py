@@ -65,6 +65,9 @@ ADK_USAGE_REASONING_OUTPUT_TOKENS = "adk.usage.reasoning.output_tokens"
 """Token totals on agent and invocation spans (every model call under them).
 Not ``gen_ai.usage.*``: backends that sum usage over all spans (Langfuse,
 Phoenix) would count each call again at every level above it."""
+ADK_SESSION_STATE = "adk.session.state"
+"""Content capture only, on the invocation span: the session's state as the
+run starts, JSON (what an eval case's ``session_input.state`` replays)."""
 ADK_CONTENT_EVENT = "adk.content"
 """Span event carrying an invocation's or tool call's content in EVENT modes."""
 CONTENT_CAPTURE_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"

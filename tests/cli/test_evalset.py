@@ -245,6 +245,77 @@ def test_a_cut_message_is_an_error_naming_the_length_setting(tmp_path, capsys) -
     assert "the user's message in the run of shop" in err and sc.CONTENT_MAX_LENGTH_ENV in err
 
 
+async def _stateful_runs(
+    capture: TraceCapture, state: dict[str, Any], deltas: list[dict[str, Any]], **options: Any
+) -> None:
+    """One session made with ``state``, a turn per state delta sent with its message."""
+    agent = LlmAgent(name="clerk", model=ScriptedModel(choose=_step), tools=[lookup, charge])
+    runner = capture.instrument(InMemoryRunner(agent=agent, app_name=APP), **options)
+    session = await runner.session_service.create_session(app_name=APP, user_id="ana", state=state)
+    for delta in deltas:
+        async for _ in runner.run_async(
+            user_id="ana",
+            session_id=session.id,
+            new_message=types.UserContent("sku A1"),
+            state_delta=delta,
+        ):
+            pass
+
+
+def stateful_traces(
+    path: Path, state: dict[str, Any], deltas: list[dict[str, Any]], **options: Any
+) -> Path:
+    capture = TraceCapture()
+    asyncio.run(_stateful_runs(capture, state, deltas, capture_content=True, **options))
+    return capture.save(path)
+
+
+def test_the_case_starts_from_the_sessions_state_as_its_first_run_did(tmp_path, capsys) -> None:
+    """The state a replay needs: the session's as each run started (the message's
+    state delta applied, ``temp:`` keys left out); per session the first run's."""
+    state = {"store": "north", "user:tier": "gold", "basket": ["A1", 2]}
+    deltas = [{"visit": 1, "temp:scratch": "x"}, {"visit": 2}]
+    path = stateful_traces(tmp_path / "s.json", state, deltas)
+    [case] = written(capsys, str(path)).eval_cases
+    assert case.session_input.state == {**state, "visit": 1}
+    first, second = written(capsys, str(path), "--per", "invocation").eval_cases
+    assert first.session_input.state == {**state, "visit": 1}
+    assert second.session_input.state == {**state, "visit": 2}
+
+
+def test_no_state_without_content_capture_and_none_for_an_empty_one(tmp_path) -> None:
+    capture = TraceCapture()
+    asyncio.run(_stateful_runs(capture, {"store": "north"}, [{}]))
+    asyncio.run(_stateful_runs(capture, {}, [{}], capture_content=True))
+    runs = [s for s in capture.spans if s.attributes.get(sc.ADK_SPAN_KIND) == "invocation"]
+    assert len(runs) == 2
+    assert not [s for s in capture.spans if sc.ADK_SESSION_STATE in s.attributes]
+
+
+@pytest.mark.parametrize(
+    ("options", "note"),
+    [
+        ({"content_max_length": 120}, "the session's state was cut to the content length limit"),
+        (
+            {"redact": lambda key, value: "[state]" if key == sc.ADK_SESSION_STATE else value},
+            "the session's state is not a JSON object as recorded",
+        ),
+    ],
+)
+def test_a_state_that_cannot_be_replayed_is_left_empty_for_a_person(
+    tmp_path, capsys, options: dict[str, Any], note: str
+) -> None:
+    path = stateful_traces(tmp_path / "s.json", {"notes": "x" * 300}, [{}], **options)
+    code, out, err = run(capsys, str(path))
+    assert code == 0, err
+    document = json.loads(out)
+    [case] = document["eval_cases"]
+    assert case["session_input"]["state"] == {}
+    assert [line for line in case["adk_otel"]["todo"] if line.startswith("session_input.state: ")]
+    assert note in "\n".join(case["adk_otel"]["todo"])
+    EvalSet.model_validate(document)
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
@@ -318,6 +389,7 @@ values = st.one_of(
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     user=values,
+    state=values,
     output=values,
     arguments=values,
     result=values,
@@ -325,7 +397,13 @@ values = st.one_of(
     ids=st.tuples(st.text(max_size=20), st.text(max_size=20), st.text(max_size=20)),
 )
 def test_any_captured_values_give_an_eval_set_adk_accepts_or_one_line(
-    user: str, output: str, arguments: str, result: str, outcome: str, ids: tuple[str, str, str]
+    user: str,
+    state: str,
+    output: str,
+    arguments: str,
+    result: str,
+    outcome: str,
+    ids: tuple[str, str, str],
 ) -> None:
     app, session, invocation = ids
     common = {sc.ADK_INVOCATION_ID: invocation, sc.ADK_OUTCOME: outcome}
@@ -334,6 +412,7 @@ def test_any_captured_values_give_an_eval_set_adk_accepts_or_one_line(
         sc.ADK_APP_NAME: app,
         sc.GEN_AI_CONVERSATION_ID: session,
         sc.GEN_AI_INPUT_MESSAGES: user,
+        sc.ADK_SESSION_STATE: state,
         sc.GEN_AI_OUTPUT_MESSAGES: output,
         **common,
     }
@@ -359,6 +438,7 @@ def test_any_captured_values_give_an_eval_set_adk_accepts_or_one_line(
     eval_set = EvalSet.model_validate_json(out)
     [case] = eval_set.eval_cases
     assert case.eval_id and "/" not in case.eval_id
+    assert isinstance(case.session_input.state, dict)
 
 
 def test_hostile_files_are_bounded_and_one_line(tmp_path) -> None:

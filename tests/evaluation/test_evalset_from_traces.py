@@ -239,6 +239,46 @@ def test_runs_become_an_eval_set_adk_runs_passing_then_failing_on_a_changed_tool
     assert f"TRIPPED eval: {kit.APP}: eval {TRAJECTORY} pass rate" in compared.out
 
 
+def test_a_case_replays_the_sessions_state_the_run_started_with(tmp_path, capsys) -> None:
+    """An agent whose instruction reads the session's state: ADK cannot even
+    build its request without it, so the case must carry the state the
+    production run started with."""
+
+    def stateful(turns: kit.Turns | None = None) -> LlmAgent:
+        model = ScriptedModel(choose=turns or kit.Turns())
+        instruction = "Answer stock questions for store {store}."
+        return LlmAgent(name="clerk", model=model, instruction=instruction, tools=[kit.lookup])
+
+    async def production(capture: TraceCapture) -> None:
+        runner = adk_otel.instrument(
+            InMemoryRunner(agent=stateful(), app_name=kit.APP),
+            tracer_provider=capture.tracer_provider,
+            capture_content=True,
+        )
+        session = await runner.session_service.create_session(
+            app_name=kit.APP, user_id="ana", state={"store": "north"}
+        )
+        async for _ in runner.run_async(
+            user_id="ana", session_id=session.id, new_message=types.UserContent("sku A1")
+        ):
+            pass
+
+    capture = TraceCapture()
+    asyncio.run(production(capture))
+    traces = capture.save(tmp_path / "traces.json")
+    out = tmp_path / "stateful.evalset.json"
+    code, _, err = evalset(capsys, str(traces), "-o", str(out))
+    assert code == 0, err
+    loaded = load_eval_set_from_file(str(out), "ignored")
+    [case] = loaded.eval_cases
+    assert case.session_input.state == {"store": "north"}
+    assert run_eval(loaded, stateful()) == {case.eval_id: PASSED}
+    stateless = loaded.model_copy(deep=True)
+    stateless.eval_cases[0].session_input.state = {}
+    # Without it the run fails before the model is asked (the instruction's {store}).
+    assert run_eval(stateless, stateful()) == {case.eval_id: {"inference": EvalStatus.FAILED}}
+
+
 def test_agent_evaluator_runs_the_written_file_as_it_is(tmp_path, capsys) -> None:
     """``AgentEvaluator.evaluate`` over the file itself (its own loader and
     criteria file), against the agent module's clerk: every case passes."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import re
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -945,6 +945,25 @@ def final_response(event: Any) -> Any:
 def user_messages(invocation_context: Any) -> list[dict[str, Any]] | None:
     message = user_content(invocation_context)
     return content.messages([message]) if message is not None else None
+
+
+_TEMP_PREFIX = "temp:"
+"""ADK's prefix for state that lives one invocation and is never stored."""
+
+
+def session_state(invocation_context: Any) -> dict[str, Any] | None:
+    """The session's state as a run starts (the new message's state delta
+    applied): what replaying the run needs. ``temp:`` keys are left out (ADK
+    never stores them); None when nothing is left."""
+    state = getattr(getattr(invocation_context, "session", None), "state", None)
+    if not isinstance(state, Mapping) or not state:
+        return None
+    kept = {
+        key: value
+        for key, value in state.items()
+        if isinstance(key, str) and not key.startswith(_TEMP_PREFIX)
+    }
+    return kept or None
 
 
 def final_output_messages(event: Any) -> list[dict[str, Any]] | None:

@@ -72,6 +72,9 @@ def case(runs: Sequence[Run]) -> Case:
         invocation, notes = _invocation(run)
         conversation.append(invocation)
         todo += [f"conversation[{index}]: {note}" for note in notes]
+    state, state_note = _initial_state(first)
+    if state_note is not None:
+        todo.append(f"session_input.state: {state_note}")
     eval_id = "-".join(
         _safe(part, _UNSAFE)
         for part in (first.app or "app", first.session or first.trace_id, first.invocation_id)
@@ -88,12 +91,32 @@ def case(runs: Sequence[Run]) -> Case:
         "session_input": {
             "app_name": first.app or "app",
             "user_id": first.user or DEFAULT_USER,
-            "state": {},
+            "state": state,
         },
         "creation_timestamp": _seconds(first.start_ns),
         "adk_otel": source,
     }
     return Case(eval_id, tuple(runs), tuple(todo), document)
+
+
+def _initial_state(run: Run) -> tuple[dict[str, Any], str | None]:
+    """The session's state as the case's first run started, when content
+    capture recorded one (an empty state is not recorded), and a note when
+    it cannot be replayed as recorded."""
+    state = captured(run.invocation, sc.ADK_SESSION_STATE)
+    if state is None:
+        return {}, None
+    if state.truncated:
+        return {}, (
+            "the session's state was cut to the content length limit "
+            f"({sc.CONTENT_MAX_LENGTH_ENV}): left empty, fill it in"
+        )
+    if not (state.parsed and isinstance(state.value, Mapping)):
+        return {}, (
+            "the session's state is not a JSON object as recorded (rewritten by the "
+            "redact hook?): left empty, fill it in"
+        )
+    return dict(state.value), None
 
 
 def eval_set(cases: Sequence[Case], *, set_id: str, description: str) -> dict[str, Any]:
