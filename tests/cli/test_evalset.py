@@ -316,6 +316,52 @@ def test_a_state_that_cannot_be_replayed_is_left_empty_for_a_person(
     EvalSet.model_validate(document)
 
 
+class Unprintable:
+    """A state value no serializer can print."""
+
+    def __str__(self) -> str:
+        raise RuntimeError("not printable")
+
+    __repr__ = __str__
+
+
+state_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats()
+    | st.text(max_size=20)
+    | st.binary(max_size=8)
+    | st.builds(Unprintable),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=10,
+)
+
+
+@settings(
+    max_examples=25,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+@given(state=st.dictionaries(st.text(max_size=10), state_values, max_size=4))
+def test_any_state_leaves_the_run_whole_and_gives_a_case_adk_accepts(state: dict[str, Any]) -> None:
+    capture = TraceCapture()
+    asyncio.run(_stateful_runs(capture, state, [{}], capture_content=True))
+    [run_span] = [s for s in capture.spans if s.attributes.get(sc.ADK_SPAN_KIND) == "invocation"]
+    assert run_span.attributes[sc.ADK_OUTCOME] == "ok"
+    with tempfile.TemporaryDirectory() as directory:
+        path = capture.save(Path(directory) / "traces.json")
+        code, out, err = _main("evalset", str(path))
+    assert code == 0, err
+    [case] = EvalSet.model_validate_json(out).eval_cases
+    kept = [key for key in state if not key.startswith("temp:")]
+    assert list(case.session_input.state) == kept  # each value as JSON could write it
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [

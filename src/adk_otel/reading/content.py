@@ -232,7 +232,10 @@ def _fallback(obj: Any) -> Any:
             pass
     if isinstance(obj, bytes):
         return base64.b64encode(obj).decode("ascii")
-    return str(obj)
+    try:
+        return str(obj)
+    except Exception:  # a value that cannot print itself is named, not dropped with the rest
+        return f"<{type(obj).__name__}>"
 
 
 # -- google.genai content -> GenAI-convention messages -----------------------
