@@ -38,12 +38,16 @@ Usage::
     python benchmarks/calls.py --check          # exit 1 if `own` is over budget
     python benchmarks/calls.py --update-budget  # record this release's counts
     python benchmarks/calls.py --trace single:adk_otel  # each own call of one invocation
+    python benchmarks/calls.py --by-hook        # adk-otel's and lean's own calls, hook by hook
 
 ``--trace`` lists the ``own`` calls of one invocation in order, ``caller ->
 callee``, so two tracers' work can be compared call by call (benchmarks/
 README.md classifies adk-otel's against ``lean``'s). Calls made in code every
 tracer shares (``SHARED``: ADK's node tracing, the export processor, the
-runner wrapper) are marked ``shared``.
+runner wrapper) are marked ``shared``. ``--by-hook`` counts the same calls per
+invocation for ``adk_otel`` and ``lean``, each under the plugin hook (or the
+runner wrapper) innermost on the stack when it was made, those in shared code
+on a row of their own.
 """
 
 from __future__ import annotations
@@ -153,6 +157,97 @@ class CallTracer(CallCounter):
         where = self._name(caller.f_code)
         shared = "shared " if where.startswith(SHARED) else ""
         self.calls.append(f"{shared}{where} -> {callee}")
+
+
+HOOK_ROWS = (
+    "before_run_callback",
+    "before_agent_callback",
+    "before_model_callback",
+    "after_model_callback",
+    "before_tool_callback",
+    "after_tool_callback",
+    "on_event_callback",
+    "after_agent_callback",
+    "after_run_callback",
+    "the runner wrapper",
+    "shared code",
+    "elsewhere",
+)
+"""``--by-hook``'s rows: the hooks the workloads run, then calls made in the
+runner wrapper outside any hook (its steps and its closer, which ends what a
+run left open), in code every tracer shares, and anywhere else."""
+
+
+class HookCounter(CallCounter):
+    """A :class:`CallCounter` that also counts each own call under the plugin
+    hook innermost on the stack (``HOOK_ROWS``)."""
+
+    def __init__(self, package_dir: str, files: tuple[str, ...] = ()) -> None:
+        super().__init__(package_dir, files)
+        self.rows: dict[str, int] = dict.fromkeys(HOOK_ROWS, 0)
+        self._wrapper = str(Path(package_dir, "lifecycle", "runner.py"))
+        self._shared = tuple(str(Path(package_dir, path)) for path in SHARED)
+
+    def _row(self, caller: FrameType) -> str:
+        if caller.f_code.co_filename.startswith(self._shared):
+            return "shared code"
+        frame: FrameType | None = caller
+        while frame is not None:
+            code = frame.f_code
+            if code.co_name in self.rows and self._is_ours(frame):
+                return code.co_name
+            if code.co_filename == self._wrapper:
+                return "the runner wrapper"
+            frame = frame.f_back
+        return "elsewhere"
+
+    def __call__(self, frame: FrameType, event: str, arg: Any) -> None:
+        own = self.own
+        super().__call__(frame, event, arg)
+        if self.own != own:
+            caller = frame.f_back if event == "call" else frame
+            assert caller is not None  # an own call has a caller of ours
+            self.rows[self._row(caller)] += 1
+
+
+def by_hook() -> dict[str, dict[str, dict[str, float]]]:
+    """Own calls per invocation, hook by hook: workload -> configuration -> row."""
+    bench = Bench()
+    loop = asyncio.new_event_loop()
+    table: dict[str, dict[str, dict[str, float]]] = {}
+    try:
+        for name in WORKLOADS:
+            table[name] = {}
+            for config in ("adk_otel", "lean"):
+                counter = HookCounter(bench.package_dir, bench.files)
+                bench.count(loop, name, config, counter=counter)
+                table[name][config] = {
+                    row: calls / INVOCATIONS for row, calls in counter.rows.items() if calls
+                }
+    finally:
+        loop.close()
+        bench.close()
+    return table
+
+
+def hook_markdown(table: dict[str, dict[str, dict[str, float]]]) -> str:
+    lines = [
+        "| hook | " + " | ".join(f"{name}: adk-otel / lean" for name in table) + " |",
+        "|---|" + "---|" * len(table),
+    ]
+    for row in HOOK_ROWS:
+        cells = [
+            f"{table[name]['adk_otel'].get(row, 0):g} / {table[name]['lean'].get(row, 0):g}"
+            for name in table
+        ]
+        if any(cell != "0 / 0" for cell in cells):
+            lines.append(f"| {row} | " + " | ".join(cells) + " |")
+    totals = [
+        f"{sum(table[name]['adk_otel'].values()):g} / {sum(table[name]['lean'].values()):g}"
+        for name in table
+    ]
+    lines.append("| **total** | " + " | ".join(totals) + " |")
+    return "\n".join(lines)
 
 
 @contextlib.contextmanager
@@ -376,6 +471,9 @@ def main() -> None:
     action.add_argument(
         "--trace", metavar="WORKLOAD:CONFIG", help="list each own call of one invocation"
     )
+    action.add_argument(
+        "--by-hook", action="store_true", help="adk-otel's and lean's own calls, hook by hook"
+    )
     parser.add_argument("--json", type=Path, help="also write the table here")
     parser.add_argument("--budget", type=Path, default=BUDGET, help="the budget file")
     args = parser.parse_args()
@@ -390,6 +488,13 @@ def main() -> None:
         print("\n".join(calls))
         shared = sum(call.startswith("shared ") for call in calls)
         print(f"{len(calls)} own calls, {shared} of them shared by every tracer")
+        return
+    if args.by_hook:
+        hooks = by_hook()
+        print(hook_markdown(hooks))
+        if args.json:
+            args.json.parent.mkdir(parents=True, exist_ok=True)
+            args.json.write_text(json.dumps(hooks, indent=1))
         return
     table = measure()
     print(markdown(table))
