@@ -111,3 +111,41 @@ def test_the_trace_refuses_an_unknown_workload_or_configuration():
     assert done.returncode == 2
     assert "--trace takes WORKLOAD:CONFIG" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_by_hook_puts_every_own_call_under_one_row_and_each_hook_under_its_own():
+    """``--by-hook``: the rows add up to the own calls ``calls.py`` counts, and
+    a hook's calls (its helpers' included) land on that hook's row."""
+    program = f"""
+import asyncio, json, sys
+sys.path.insert(0, {str(SCRIPT.parent)!r})
+import calls
+bench = calls.Bench()
+loop = asyncio.new_event_loop()
+found = {{}}
+for config in ("adk_otel", "lean"):
+    counter = calls.HookCounter(bench.package_dir, bench.files)
+    bench.count(loop, "tool", config, invocations_counted=1, counter=counter)
+    found[config] = {{"own": counter.own, "rows": counter.rows}}
+loop.close()
+bench.close()
+print(json.dumps(found))
+"""
+    done = subprocess.run(
+        [sys.executable, "-W", "ignore", "-c", program],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=SCRIPT.parent,
+    )
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout.splitlines()[-1])
+    for config, row in found.items():
+        rows = row["rows"]
+        assert sum(rows.values()) == row["own"] > 0, config
+        for hook in ("before_run_callback", "before_tool_callback", "after_tool_callback"):
+            assert rows[hook] > 0, (config, hook)
+        assert rows["after_tool_callback"] < rows["before_tool_callback"], config
+        assert rows["elsewhere"] == 0, config
+    # The code every tracer shares is counted alike.
+    assert found["adk_otel"]["rows"]["shared code"] == found["lean"]["rows"]["shared code"]
