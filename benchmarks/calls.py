@@ -64,6 +64,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from hooks import HOOKS  # this directory: the benchmark scripts run from it
+
 HERE = Path(__file__).resolve().parent
 BUDGET = HERE / "results" / "call_budget.json"
 CONFIGS = ("bare", "empty", "floor", "fair_floor", "lean", "adk_otel", "sampled_0")
@@ -159,20 +161,7 @@ class CallTracer(CallCounter):
         self.calls.append(f"{shared}{where} -> {callee}")
 
 
-HOOK_ROWS = (
-    "before_run_callback",
-    "before_agent_callback",
-    "before_model_callback",
-    "after_model_callback",
-    "before_tool_callback",
-    "after_tool_callback",
-    "on_event_callback",
-    "after_agent_callback",
-    "after_run_callback",
-    "the runner wrapper",
-    "shared code",
-    "elsewhere",
-)
+HOOK_ROWS = (*HOOKS, "the runner wrapper", "shared code", "elsewhere")
 """``--by-hook``'s rows: the hooks the workloads run, then calls made in the
 runner wrapper outside any hook (its steps and its closer, which ends what a
 run left open), in code every tracer shares, and anywhere else."""
@@ -212,10 +201,8 @@ class HookCounter(CallCounter):
 
 def by_hook() -> dict[str, dict[str, dict[str, float]]]:
     """Own calls per invocation, hook by hook: workload -> configuration -> row."""
-    bench = Bench()
-    loop = asyncio.new_event_loop()
     table: dict[str, dict[str, dict[str, float]]] = {}
-    try:
+    with _bench() as (bench, loop):
         for name in WORKLOADS:
             table[name] = {}
             for config in ("adk_otel", "lean"):
@@ -224,9 +211,6 @@ def by_hook() -> dict[str, dict[str, dict[str, float]]]:
                 table[name][config] = {
                     row: calls / INVOCATIONS for row, calls in counter.rows.items() if calls
                 }
-    finally:
-        loop.close()
-        bench.close()
     return table
 
 
@@ -394,11 +378,21 @@ class Bench:
         return float(statistics.median(per_invocation))
 
 
-def measure() -> dict[str, dict[str, dict[str, float]]]:
+@contextlib.contextmanager
+def _bench() -> Iterator[tuple[Bench, asyncio.AbstractEventLoop]]:
+    """A :class:`Bench` and an event loop to drive it, both closed after."""
     bench = Bench()
     loop = asyncio.new_event_loop()
-    table: dict[str, dict[str, dict[str, float]]] = {}
     try:
+        yield bench, loop
+    finally:
+        loop.close()
+        bench.close()
+
+
+def measure() -> dict[str, dict[str, dict[str, float]]]:
+    table: dict[str, dict[str, dict[str, float]]] = {}
+    with _bench() as (bench, loop):
         for name in WORKLOADS:
             counts = {config: bench.count(loop, name, config) for config in CONFIGS}
             bare = counts["bare"].total
@@ -410,23 +404,15 @@ def measure() -> dict[str, dict[str, dict[str, float]]]:
                 }
                 for config, counter in counts.items()
             }
-    finally:
-        loop.close()
-        bench.close()
     return table
 
 
 def trace(name: str, config: str) -> list[str]:
     """Each own call of one invocation of workload ``name`` under ``config``."""
-    bench = Bench()
-    loop = asyncio.new_event_loop()
-    try:
+    with _bench() as (bench, loop):
         tracer = CallTracer(bench.package_dir, bench.files)
         bench.count(loop, name, config, invocations_counted=1, counter=tracer)
         return tracer.calls
-    finally:
-        loop.close()
-        bench.close()
 
 
 def release() -> str:

@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -64,10 +65,9 @@ def test_the_guard_fails_without_a_budget_for_this_release(tmp_path):
     assert "no call budget for google-adk" in done.stderr
 
 
-def test_the_trace_lists_every_own_call_and_the_shared_ones_alike():
-    """``--trace``: one line per call the counter counts as adk-otel's own, and
-    the calls it marks shared are made alike by adk-otel and ``lean`` (what the
-    call-by-call comparison in benchmarks/README.md leaves aside)."""
+def _in_bench(body: str) -> Any:
+    """Run ``body`` in a fresh process with ``bench`` (a ``calls.Bench``) and
+    ``loop`` made; what it prints last, as JSON."""
     program = f"""
 import asyncio, json, sys
 sys.path.insert(0, {str(SCRIPT.parent)!r})
@@ -75,11 +75,7 @@ import calls
 bench = calls.Bench()
 loop = asyncio.new_event_loop()
 found = {{}}
-for config in ("adk_otel", "lean"):
-    counted = bench.count(loop, "single", config, invocations_counted=1)
-    tracer = calls.CallTracer(bench.package_dir, bench.files)
-    bench.count(loop, "single", config, invocations_counted=1, counter=tracer)
-    found[config] = {{"own": counted.own, "calls": tracer.calls}}
+{body}
 loop.close()
 bench.close()
 print(json.dumps(found))
@@ -92,7 +88,22 @@ print(json.dumps(found))
         cwd=SCRIPT.parent,
     )
     assert done.returncode == 0, done.stderr
-    found = json.loads(done.stdout.splitlines()[-1])
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def test_the_trace_lists_every_own_call_and_the_shared_ones_alike():
+    """``--trace``: one line per call the counter counts as adk-otel's own, and
+    the calls it marks shared are made alike by adk-otel and ``lean`` (what the
+    call-by-call comparison in benchmarks/README.md leaves aside)."""
+    found = _in_bench(
+        """
+for config in ("adk_otel", "lean"):
+    counted = bench.count(loop, "single", config, invocations_counted=1)
+    tracer = calls.CallTracer(bench.package_dir, bench.files)
+    bench.count(loop, "single", config, invocations_counted=1, counter=tracer)
+    found[config] = {"own": counted.own, "calls": tracer.calls}
+"""
+    )
     shared = {}
     for config, row in found.items():
         assert len(row["calls"]) == row["own"] > 0
@@ -116,30 +127,14 @@ def test_the_trace_refuses_an_unknown_workload_or_configuration():
 def test_by_hook_puts_every_own_call_under_one_row_and_each_hook_under_its_own():
     """``--by-hook``: the rows add up to the own calls ``calls.py`` counts, and
     a hook's calls (its helpers' included) land on that hook's row."""
-    program = f"""
-import asyncio, json, sys
-sys.path.insert(0, {str(SCRIPT.parent)!r})
-import calls
-bench = calls.Bench()
-loop = asyncio.new_event_loop()
-found = {{}}
+    found = _in_bench(
+        """
 for config in ("adk_otel", "lean"):
     counter = calls.HookCounter(bench.package_dir, bench.files)
     bench.count(loop, "tool", config, invocations_counted=1, counter=counter)
-    found[config] = {{"own": counter.own, "rows": counter.rows}}
-loop.close()
-bench.close()
-print(json.dumps(found))
+    found[config] = {"own": counter.own, "rows": counter.rows}
 """
-    done = subprocess.run(
-        [sys.executable, "-W", "ignore", "-c", program],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=SCRIPT.parent,
     )
-    assert done.returncode == 0, done.stderr
-    found = json.loads(done.stdout.splitlines()[-1])
     for config, row in found.items():
         rows = row["rows"]
         assert sum(rows.values()) == row["own"] > 0, config
