@@ -252,12 +252,6 @@ def hooked(install: Callable[[Any], None], hook: Any) -> Iterator[None]:
             gc.enable()
 
 
-def _without_adk_spans(scope: Any) -> Any:
-    from opentelemetry.sdk.trace import _TracerConfig
-
-    return _TracerConfig(is_enabled=scope.name != "gcp.vertex.agent")
-
-
 class Bench:
     """One runner per (workload, configuration) on a provider built as adk-otel
     builds one, with an exporter that drops the spans."""
@@ -273,16 +267,15 @@ class Bench:
             _adk_otel_attribute_counts,
             _noop_exporter,
             _sampled_provider,
+            adk_spans_configurator,
             install_yardstick,
         )
 
         self.provider = build_tracer_provider(exporter=_noop_exporter())
         trace.set_tracer_provider(self.provider)
         # ADK's own spans off in every configuration, as overhead.py has them
-        # for all but ``adk``: with the provider global, ADK's tracer would
-        # record them where no tracer claims its run (``bare``, ``floor``) and
-        # "calls over bare" would compare unlike runs.
-        self.provider._set_tracer_configurator(tracer_configurator=_without_adk_spans)
+        # for all but ``adk``: else "calls over bare" compares unlike runs.
+        self.provider._set_tracer_configurator(tracer_configurator=adk_spans_configurator(False))
         self.sampled = _sampled_provider(0.0, _noop_exporter())
         import workloads
 
@@ -460,6 +453,13 @@ def check(table: dict[str, dict[str, dict[str, float]]], budget: dict[str, Any])
     return problems
 
 
+def _write_json(path: Path | None, table: Any) -> None:
+    """``--json``: the raw numbers, when asked for."""
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(table, indent=1))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     action = parser.add_mutually_exclusive_group()
@@ -489,15 +489,11 @@ def main() -> None:
     if args.by_hook:
         hooks = by_hook()
         print(hook_markdown(hooks))
-        if args.json:
-            args.json.parent.mkdir(parents=True, exist_ok=True)
-            args.json.write_text(json.dumps(hooks, indent=1))
+        _write_json(args.json, hooks)
         return
     table = measure()
     print(markdown(table))
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(table, indent=1))
+    _write_json(args.json, table)
     budget = json.loads(args.budget.read_text()) if args.budget.exists() else {}
     if args.update_budget:
         adk_otel = {name: table[name]["adk_otel"] for name in WORKLOADS}

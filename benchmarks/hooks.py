@@ -60,11 +60,19 @@ class Bench:
         from adk_otel.pipeline.provider import build_tracer_provider
 
         sys.path.insert(0, str(HERE))
-        from overhead import YARDSTICKS, _adk_otel_attribute_counts, install_yardstick
+        from overhead import (
+            YARDSTICKS,
+            _adk_otel_attribute_counts,
+            adk_spans_configurator,
+            install_yardstick,
+        )
         from overhead import _noop_exporter as noop
 
         self.provider = build_tracer_provider(exporter=noop())
         trace.set_tracer_provider(self.provider)
+        # ADK's own spans off everywhere, as in calls.py: "outside hooks" is
+        # taken over ``bare``, which would record them where adk-otel does not.
+        self.provider._set_tracer_configurator(tracer_configurator=adk_spans_configurator(False))
         import workloads
 
         import adk_otel

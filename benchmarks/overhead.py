@@ -113,6 +113,18 @@ RAW_SPANS = 200
 """Raw SDK spans per measurement."""
 
 
+def adk_spans_configurator(on: bool) -> Callable[[Any], Any]:
+    """A tracer configurator with ADK's own spans (scope ``gcp.vertex.agent``)
+    on or off and every other scope as by default. With the provider global,
+    ADK's spans are recorded wherever no tracer claims ADK's run (``bare``,
+    ``floor``): a benchmark comparing those with adk-otel switches them off."""
+    from opentelemetry.sdk.trace import _TracerConfig
+
+    adk = _TracerConfig(is_enabled=on)
+    default = _TracerConfig.default()
+    return lambda scope: adk if scope.name == "gcp.vertex.agent" else default
+
+
 def _noop_exporter() -> Any:
     from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
@@ -428,13 +440,7 @@ class Bench:
     def adk_spans(self, on: bool) -> None:
         if on == self._adk_spans:
             return
-        from opentelemetry.sdk.trace import _TracerConfig
-
-        adk = _TracerConfig(is_enabled=on)
-        default = _TracerConfig.default()
-        self.provider._set_tracer_configurator(
-            tracer_configurator=lambda scope: adk if scope.name == "gcp.vertex.agent" else default
-        )
+        self.provider._set_tracer_configurator(tracer_configurator=adk_spans_configurator(on))
         self._adk_spans = on
 
     async def sample(
