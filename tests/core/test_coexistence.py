@@ -1,6 +1,7 @@
 """adk-otel with other instrumentations: OTEL_PYTHON_DISABLED_INSTRUMENTATIONS
 turns it off, and another active ADK instrumentation (OpenInference's) is
-named in one warning, with the way to keep just one."""
+turned off (its spans absent; kept with ADK_OTEL_KEEP_OTHER_INSTRUMENTATIONS)
+and named in one warning, with the way to keep just one."""
 
 from __future__ import annotations
 
@@ -48,30 +49,49 @@ async def test_disabled_instrumentations_switch_adk_otel_off(monkeypatch, listed
     assert exporter.get_finished_spans() == ()
 
 
-async def test_another_adk_instrumentation_is_named_once(monkeypatch, caplog) -> None:
+@pytest.mark.parametrize("keep", [False, True])
+async def test_another_adk_instrumentation_is_turned_off_and_named_once(
+    monkeypatch, caplog, keep
+) -> None:
     from openinference.instrumentation.google_adk import GoogleADKInstrumentor
 
     monkeypatch.setattr(coexistence, "_warned", set())
+    if keep:
+        monkeypatch.setenv(coexistence.KEEP_OTHERS_ENV, "true")
     caplog.set_level(logging.WARNING, logger="adk_otel")
     other = GoogleADKInstrumentor()
+    theirs = InMemorySpanExporter()
+    their_provider = TracerProvider()
+    their_provider.add_span_processor(SimpleSpanProcessor(theirs))
     # OpenInference's google-adk instrumentation needs google-adk >= 2.10 (with
     # 2.5 it fails halfway, leaving ADK partly patched): with the older ADK it
     # cannot be active, and nothing is said.
-    if ADK_VERSION >= (2, 10):
-        other.instrument(tracer_provider=TracerProvider())
+    active = ADK_VERSION >= (2, 10)
+    if active:
+        other.instrument(tracer_provider=their_provider)
+        assert other.is_instrumented_by_opentelemetry
     try:
         runner = adk_otel.instrument(clerk_runner(), tracer_provider=TracerProvider())
         await run_once(runner)
         await run_once(runner)
+        # The effect, read before the cleanup below could bring it about.
+        still_on = other.is_instrumented_by_opentelemetry
+        their_spans = theirs.get_finished_spans()
     finally:
         if other.is_instrumented_by_opentelemetry:
             other.uninstrument()
+    assert still_on is (active and keep), f"OpenInference's instrumentor still on: {still_on}"
+    if active and keep:
+        assert len(their_spans) >= 2  # both trace each run (so none below means off)
+    else:
+        assert their_spans == ()
     warnings = [r.getMessage() for r in caplog.records if "also active" in r.getMessage()]
-    if ADK_VERSION >= (2, 10):
+    if active:
         assert len(warnings) == 1, warnings
         assert (
             "OpenInference" in warnings[0]
             and "OTEL_PYTHON_DISABLED_INSTRUMENTATIONS" in warnings[0]
         )
+        assert ("turned it off" in warnings[0]) is not keep
     else:
         assert warnings == []
