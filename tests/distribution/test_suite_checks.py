@@ -12,6 +12,8 @@ TESTS = Path(__file__).resolve().parents[1]
 
 # Calls that return what a run or the repository holds, possibly nothing.
 FINDERS = {"kind", "glob", "rglob", "iterdir"}
+# Calls that make a list of what they are given, as long as it.
+MAKERS = {"sorted", "list", "tuple", "set"}
 
 
 def _finder_call(node: ast.expr) -> bool:
@@ -22,12 +24,30 @@ def _finder_call(node: ast.expr) -> bool:
     )
 
 
+def _found(node: ast.expr) -> bool:
+    """A finder's result, or what is made of it: a comprehension over it, or
+    ``sorted``/``list`` of it (``[s for s in rec.kind("model") if ...]``)."""
+    if _finder_call(node):
+        return True
+    if isinstance(node, ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp):
+        return any(_found(generator.iter) for generator in node.generators)
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in MAKERS
+        and bool(node.args)
+        and _found(node.args[0])
+    )
+
+
 def _asserts(node: ast.AST) -> bool:
     return any(isinstance(n, ast.Assert) for n in ast.walk(node))
 
 
 def _names_in_asserts(statements: list[ast.stmt]) -> set[str]:
-    return {
+    """Names an assert reads, and the names a value it reads was made of
+    (``names = {p.name for p in files}; assert names >= {...}`` counts ``files``)."""
+    asserted = {
         n.id
         for statement in statements
         for a in ast.walk(statement)
@@ -35,6 +55,15 @@ def _names_in_asserts(statements: list[ast.stmt]) -> set[str]:
         for n in ast.walk(a)
         if isinstance(n, ast.Name)
     }
+    made_of = {
+        n.id
+        for s in statements
+        if isinstance(s, ast.Assign)
+        and any(isinstance(t, ast.Name) and t.id in asserted for t in s.targets)
+        for n in ast.walk(s.value)
+        if isinstance(n, ast.Name)
+    }
+    return asserted | made_of
 
 
 def uncounted_loops(source: str) -> list[int]:
@@ -51,13 +80,13 @@ def uncounted_loops(source: str) -> list[int]:
             for loop in ast.walk(statement):
                 if not isinstance(loop, ast.For | ast.AsyncFor) or not _asserts(loop):
                     continue
-                if _finder_call(loop.iter):
+                if _found(loop.iter):
                     found.append(loop.lineno)
                 elif isinstance(loop.iter, ast.Name):
                     bound = {
                         t.id
                         for s in statements[:index]
-                        if isinstance(s, ast.Assign) and _finder_call(s.value)
+                        if isinstance(s, ast.Assign) and _found(s.value)
                         for t in s.targets
                         if isinstance(t, ast.Name)
                     }
@@ -90,6 +119,15 @@ def test_b(rec):
 def test_c(root):
     for path in root.rglob("*.yaml"):
         assert "$" not in path.read_text()
+
+def test_c2(rec, records):
+    clerk_calls = [s for s in rec.kind("model") if s.name == "clerk"]
+    for span in clerk_calls:
+        assert records[span.span_id]
+
+def test_c3(rec):
+    for span in sorted(rec.kind("tool"), key=str):
+        assert span.name
 """
     counted = """
 def test_d(rec):
@@ -103,6 +141,13 @@ def test_e(root):
     assert files
     for path in files:
         assert path.name
+
+def test_f(root):
+    files = sorted(p for p in root.rglob("*") if p.is_file())
+    names = {p.name for p in files}
+    assert names >= {"a.yaml"}
+    for path in files:
+        assert path.read_text()
 """
-    assert uncounted_loops(vacuous) == [3, 8, 12]
+    assert uncounted_loops(vacuous) == [3, 8, 12, 17, 21]
     assert uncounted_loops(counted) == []

@@ -361,6 +361,7 @@ async def test_tool_definitions_go_into_the_details_record_structured() -> None:
     provider, exporter = logs()
     rec = await run_shop(capture_content="EVENT_ONLY", logger_provider=provider)
     clerk_calls = [s for s in rec.kind("model") if s.attributes[sc.GEN_AI_AGENT_NAME] == "clerk"]
+    assert len(clerk_calls) == 3  # the lookup, the helper, the answer
     records = {r.span_id: r for r in details(exporter)}
     for span in clerk_calls:
         offered = records[span.context.span_id].attributes[sc.GEN_AI_TOOL_DEFINITIONS]
