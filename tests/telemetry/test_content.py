@@ -145,6 +145,32 @@ async def test_span_mode_puts_convention_json_on_spans(
     assert not any(e.name for s in rec.spans for e in s.events if e.name != "exception")
 
 
+class Unprintable:
+    """A value JSON cannot hold whose ``str()`` (and ``repr()``) raises."""
+
+    def __str__(self) -> str:
+        raise RuntimeError("not printable")
+
+    __repr__ = __str__
+
+
+async def test_a_value_that_cannot_print_itself_is_named_and_the_rest_kept() -> None:
+    def lookup(sku: str) -> dict[str, Any]:
+        """Stock level for a SKU."""
+        return {"sku": sku, "shelf": Unprintable(), "note": RESULT}
+
+    agent = LlmAgent(
+        name="clerk",
+        model=ScriptedModel(script=[call("lookup", {"sku": ARGUMENT}), reply("done")]),
+        tools=[lookup],
+    )
+    rec = await run(agent, "stock?", capture_content=True)
+    assert rec.error is None
+    result = rec.one("execute_tool lookup").attributes.get(sc.GEN_AI_TOOL_CALL_RESULT)
+    assert result is not None, "the whole result was dropped for one value"
+    assert json.loads(str(result)) == {"sku": ARGUMENT, "shelf": "<Unprintable>", "note": RESULT}
+
+
 def _call_id(model_span: Any) -> str:
     messages = json.loads(model_span.attributes[sc.GEN_AI_OUTPUT_MESSAGES])
     return messages[0]["parts"][0]["id"]
