@@ -16,7 +16,7 @@ from typing import Any
 from unittest import mock
 
 import pytest
-from google.adk.agents import LlmAgent
+from google.adk.agents import LlmAgent, SequentialAgent
 from google.adk.evaluation.eval_set import EvalSet
 from google.adk.runners import InMemoryRunner
 from google.genai import types
@@ -190,6 +190,46 @@ def test_a_failed_run_is_marked_and_the_set_is_described(traces, capsys, tmp_pat
     assert failed["intermediate_data"]["tool_uses"][0]["args"] == {"amount": 500.0}
     given = written(capsys, str(traces), "--set-id", "nightly_2", "--description", "from prod")
     assert (given.eval_set_id, given.description) == ("nightly_2", "from prod")
+
+
+async def _answered_then_failed(capture: TraceCapture) -> None:
+    """One run of a sequential agent: the greeter answers, then the payer's tool raises."""
+    greeter = LlmAgent(name="greeter", model=ScriptedModel(script=[reply("hello there")]))
+    payer = LlmAgent(
+        name="payer",
+        model=ScriptedModel(script=[call("charge", {"amount": 500.0})]),
+        tools=[charge],
+    )
+    desk = SequentialAgent(name="desk", sub_agents=[greeter, payer])
+    runner = capture.instrument(InMemoryRunner(agent=desk, app_name=APP), capture_content=True)
+    session = await runner.session_service.create_session(app_name=APP, user_id="ana")
+    with pytest.raises(ValueError, match="card declined"):
+        async for _ in runner.run_async(
+            user_id="ana", session_id=session.id, new_message=types.UserContent("pay 500")
+        ):
+            pass
+
+
+def test_a_failed_run_that_answered_before_it_failed_has_no_final_response(
+    tmp_path, capsys
+) -> None:
+    capture = TraceCapture()
+    asyncio.run(_answered_then_failed(capture))
+    [invocation] = capture.query().kind("invocation")
+    # The trace holds an answer (the greeter's), and the run's outcome: error.
+    assert "hello there" in str(invocation.attributes[sc.GEN_AI_OUTPUT_MESSAGES])
+    assert invocation.attributes[sc.ADK_OUTCOME] == sc.Outcome.ERROR
+    code, out, err = run(capsys, str(capture.save(tmp_path / "traces.json")))
+    assert code == 0, err
+    [case] = json.loads(out)["eval_cases"]
+    [turn] = case["conversation"]
+    assert "final_response" not in turn, turn["final_response"]
+    assert case["adk_otel"]["todo"] == [
+        "conversation[0]: the run ended error (tool charge: ValueError: card declined for "
+        "500.0): it has no final response to expect; write the answer the agent should give "
+        "as final_response"
+    ]
+    assert turn["intermediate_data"]["tool_uses"][0]["args"] == {"amount": 500.0}
 
 
 def test_a_run_without_content_is_one_error_naming_the_setting(tmp_path, capsys) -> None:
@@ -485,6 +525,14 @@ def test_any_captured_values_give_an_eval_set_adk_accepts_or_one_line(
     [case] = eval_set.eval_cases
     assert case.eval_id and "/" not in case.eval_id
     assert isinstance(case.session_input.state, dict)
+    # A run that did not end ok has no answer to expect, whatever output it recorded.
+    [turn] = case.conversation
+    todo = (case.model_extra or {}).get("adk_otel", {}).get("todo", [])
+    if outcome != sc.Outcome.OK:
+        assert turn.final_response is None, (outcome, turn.final_response)
+        assert any("it has no final response to expect" in note for note in todo), todo
+    elif turn.final_response is None:
+        assert any("write the answer the agent should give" in note for note in todo), todo
 
 
 def test_hostile_files_are_bounded_and_one_line(tmp_path) -> None:
