@@ -5,7 +5,8 @@ tighter for the directories in ``TIGHTER_LIMITS``, so a deadlock or a generator
 nobody closes fails as one named test with its stack instead of hanging the run.
 No skips in CI: with ``CI`` set (GitHub Actions and .ci/run set it), a skipped
 test fails the session, whatever made it skip (a missing package, the order of
-tests).
+tests). Children: every Python a test starts runs this checkout's ``src/``
+(tests/checkout.py).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from checkout import python_path
 
 HERE = Path(__file__).resolve().parent
 
@@ -26,6 +28,12 @@ HERE = Path(__file__).resolve().parent
 TIGHTER_LIMITS = {"lifecycle": 20.0}
 
 _TIMER_SETTINGS = pytest.StashKey[Any]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Every child Python the tests start runs this checkout's ``src/``
+    (tests/checkout.py), whichever copy the environment installed."""
+    os.environ["PYTHONPATH"] = python_path()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

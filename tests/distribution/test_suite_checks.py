@@ -1,12 +1,21 @@
 """Checks on the test suite itself: a test whose checks sit in a loop over
 what the run found (spans of a kind, files matching a pattern) counts it first,
-so finding nothing fails instead of passing (tests/conftest.py fails a CI run
-with a skipped test; tests/distribution/test_time_limits.py holds the limits)."""
+so finding nothing fails instead of passing; the suite and every Python it
+starts run this checkout's ``src/`` (tests/checkout.py), not a copy installed
+from elsewhere (tests/conftest.py fails a CI run with a skipped test;
+tests/distribution/test_time_limits.py holds the limits)."""
 
 from __future__ import annotations
 
 import ast
+import os
+import subprocess
+import sys
 from pathlib import Path
+
+from checkout import SRC, python_path
+
+import adk_otel
 
 TESTS = Path(__file__).resolve().parents[1]
 
@@ -151,3 +160,40 @@ def test_f(root):
 """
     assert uncounted_loops(vacuous) == [3, 8, 12, 17, 21]
     assert uncounted_loops(counted) == []
+
+
+def adk_otel_of_a_child(cwd: Path, env: dict[str, str] | None = None) -> Path:
+    """Where a child Python started as the tests start them imports adk-otel from."""
+    done = subprocess.run(
+        [sys.executable, "-c", "import adk_otel; print(adk_otel.__file__)"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+        cwd=cwd,
+        env=env,
+    )
+    return Path(done.stdout.strip()).resolve()
+
+
+def test_children_run_this_checkouts_src(tmp_path: Path) -> None:
+    # A child that inherits the environment: src/ first on its path, ahead of
+    # any copy the environment installed.
+    assert os.environ.get("PYTHONPATH", "").split(os.pathsep)[0] == str(SRC)
+    assert adk_otel_of_a_child(tmp_path).is_relative_to(SRC)
+    # One given a path of its own that holds another adk_otel.
+    other = tmp_path / "elsewhere"
+    (other / "adk_otel").mkdir(parents=True)
+    (other / "adk_otel" / "__init__.py").write_text("")
+    env = {**os.environ, "PYTHONPATH": python_path(other)}
+    assert adk_otel_of_a_child(tmp_path, env).is_relative_to(SRC)
+
+
+def test_the_suite_runs_this_checkouts_src() -> None:
+    # adk-otel's pytest plugin imports it before any test or conftest: from the
+    # environment's installed copy, which must be this checkout's.
+    here = Path(adk_otel.__file__).resolve()
+    assert here.is_relative_to(SRC), (
+        f"the tests import adk-otel from {here}, not from {SRC}: install this checkout "
+        "into the environment (pip install -e '.[test]')"
+    )

@@ -37,7 +37,8 @@ HANGS_AFTER_FAILING = textwrap.dedent(
 
 
 def test_a_failed_tests_hanging_teardown_fails_at_the_limit(tmp_path: Path) -> None:
-    shutil.copy(TESTS / "conftest.py", tmp_path / "conftest.py")
+    for name in ("conftest.py", "checkout.py"):  # the suite's conftest and what it imports
+        shutil.copy(TESTS / name, tmp_path / name)
     (tmp_path / "test_hang.py").write_text(HANGS_AFTER_FAILING, encoding="utf-8")
     started = time.monotonic()
     result = subprocess.run(

@@ -16,6 +16,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from checkout import python_path
 
 BLOCKED = ("grpc", "opentelemetry.exporter.otlp.proto.grpc")
 SITECUSTOMIZE = f"""
@@ -41,10 +42,9 @@ def run_without_grpc(
     blocker.mkdir(exist_ok=True)
     (blocker / "sitecustomize.py").write_text(SITECUSTOMIZE)
     base = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "ADK_OTEL_"))}
-    path = os.pathsep.join(filter(None, [str(blocker), base.get("PYTHONPATH")]))
     return subprocess.run(
         [sys.executable, "-W", "ignore", *args],
-        env={**base, "PYTHONPATH": path, **(env or {})},
+        env={**base, "PYTHONPATH": python_path(blocker), **(env or {})},
         capture_output=True,
         text=True,
         timeout=TIMEOUT,

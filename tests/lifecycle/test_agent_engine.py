@@ -23,13 +23,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from checkout import python_path
 
 import adk_otel
 from adk_otel import AdkOtelPlugin
 from adk_otel.testing.receiver import OtlpReceiver
 
 from .harness import assert_clean
-from .test_copies import SRC, fresh, per_trace, plugin_in, received_traces, run_probe
+from .test_copies import fresh, per_trace, plugin_in, received_traces, run_probe
 from .travel_agents import CLERK_SPANS, FLOW_SPANS, clerk_app
 
 agent_engines = pytest.importorskip("vertexai.agent_engines")
@@ -160,7 +161,7 @@ def engine_run(setup: str, app: str, endpoint: str) -> str:
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "ADK_OTEL_"))}
     env = {
         **clean,
-        "PYTHONPATH": os.pathsep.join([str(SRC), str(Path(__file__).parent)]),
+        "PYTHONPATH": python_path(Path(__file__).parent),
         "TELEMETRY_RECEIVER": endpoint,
         "GOOGLE_CLOUD_AGENT_ENGINE_ENABLE_TELEMETRY": "true",
         "OTEL_TRACES_EXPORTER": "none",  # adk-otel's own pipeline, if it built one, sends nothing

@@ -25,6 +25,7 @@ from typing import Any
 
 import cloudpickle
 import pytest
+from checkout import python_path
 from google.adk.apps import App
 from google.adk.runners import InMemoryRunner
 from google.genai import types
@@ -46,7 +47,6 @@ from .harness import USER, Recorder, assert_clean, drive
 from .travel_agents import CLERK_SPANS, FLOW_SPANS, clerk_app, flow_app
 
 TESTS = Path(__file__).parents[1]
-SRC = TESTS.parent / "src"
 PROBE = Path(__file__).with_name("travel_probe.py")
 
 
@@ -263,7 +263,7 @@ def run_probe(
     clean.pop("GOOGLE_CLOUD_AGENT_ENGINE_ENABLE_TELEMETRY", None)
     env = {
         **clean,
-        "PYTHONPATH": os.pathsep.join([str(SRC), str(TESTS)]),
+        "PYTHONPATH": python_path(TESTS),
         "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint,
         "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
         "OTEL_SERVICE_NAME": "travelled",

@@ -22,13 +22,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from checkout import python_path
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans
 
 from adk_otel.testing.receiver import OtlpReceiver
 
 HERE = Path(__file__).resolve().parent
 AGENTS = HERE / "agents"
-SRC = HERE.parents[1] / "src"
 START_LIMIT = 90.0
 """Seconds a server may take to start (importing ADK takes seconds on a busy machine)."""
 STOP_LIMIT = 30.0
@@ -100,7 +100,7 @@ def server_env(receiver: OtlpReceiver, **extra: str) -> dict[str, str]:
     base = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "ADK_OTEL_"))}
     return {
         **base,
-        "PYTHONPATH": os.pathsep.join([str(SRC), str(HERE)]),
+        "PYTHONPATH": python_path(HERE),
         "SERVING_AGENTS": str(AGENTS),
         "OTEL_SERVICE_NAME": "shop-server",
         "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.http_endpoint.removesuffix("/v1/traces"),

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from checkout import python_path
 
 from adk_otel.testing.receiver import OtlpReceiver
 
@@ -56,7 +57,7 @@ Span = dict[str, Any]
 def child(setup: str, app: str, mode: str, receiver: str) -> tuple[list[Span], str]:
     """One process: the set-up, then the app run once; its spans and stderr."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "ADK_OTEL_"))}
-    env = {**clean, "PYTHONPATH": str(ROOT), "OTLP_RECEIVER": receiver}
+    env = {**clean, "PYTHONPATH": python_path(ROOT), "OTLP_RECEIVER": receiver}
     command = [sys.executable, "-W", "ignore", str(Path(__file__).with_name("child.py"))]
     if setup == "tracer_provider_env":
         env["OTEL_PYTHON_TRACER_PROVIDER"] = "adk_otel"
