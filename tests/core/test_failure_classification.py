@@ -100,6 +100,20 @@ RESULTS = st.one_of(
 def test_any_tool_result_is_classified_without_raising(result, mcp_error):
     found = failures.classify_result(object(), result, mcp_error)
     assert found is None or found.category in CATEGORIES
+    # The documented rules, whatever else the result holds: an MCP error or a
+    # status "error" is reported by the tool, ADK's argument check is invalid
+    # arguments, and what is not a dict reports nothing.
+    category = None if found is None else found.category
+    if mcp_error is not None:
+        assert category == failures.Category.TOOL_REPORTED_ERROR
+    elif type(result) is not dict:
+        assert found is None
+    elif isinstance(result.get("status"), str) and result["status"].lower() == "error":
+        assert category == failures.Category.TOOL_REPORTED_ERROR
+    elif isinstance(result.get("error"), str) and result["error"].startswith(
+        "Invoking `t()` failed due to argument validation errors"
+    ):
+        assert category == failures.Category.TOOL_INVALID_ARGS
 
 
 @settings(max_examples=100, deadline=None)
