@@ -54,7 +54,7 @@ from .reading import attributes as attrs
 from .reading import failures
 from .reading.content import ContentCapture
 from .reading.user_id import UserIdMode
-from .semconv import ADK_MODEL_CHUNKS, GEN_AI_REQUEST_STREAM, Outcome
+from .semconv import ADK_INFERENCE_RECORDED_BY, ADK_MODEL_CHUNKS, GEN_AI_REQUEST_STREAM, Outcome
 from .util import sanitize
 from .util.redact import guarded
 
@@ -499,6 +499,8 @@ class AdkOtelPlugin(BasePlugin):
                     sanitize.attributes(attrs.model_response(llm_response, self._latest)) or {}
                 )
                 ledger.responded(entry, response)
+                if entry.opened_with and ADK_INFERENCE_RECORDED_BY in entry.opened_with:
+                    response = attrs.deferred_usage(response)
             if self._capture is not None:
                 self._capture.model_response(entry, llm_response)
             # Concluded, not ended: the response event settles it.

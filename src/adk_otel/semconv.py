@@ -49,6 +49,20 @@ ADK_AGENT_TYPE = "adk.agent.type"
 ADK_TOOL_LONG_RUNNING = "adk.tool.long_running"
 ADK_MODEL_STREAMING = "adk.model.streaming"
 ADK_MODEL_CHUNKS = "adk.model.chunks"
+ADK_INFERENCE_RECORDED_BY = "adk.inference.recorded_by"
+"""On a model span: the client instrumentation whose child span is this call's inference
+(``opentelemetry-instrumentation-google-genai``, ...); the model span then carries its usage
+as ``adk.usage.*`` and is no inference of its own (docs/coexistence.md)."""
+INFERENCE_RECORDERS_WITH_METRICS = frozenset(
+    {
+        "opentelemetry-instrumentation-google-genai",
+        "opentelemetry-instrumentation-anthropic",
+        "opentelemetry-instrumentation-openai-v2",
+        "litellm",
+    }
+)
+"""The client instrumentations that record the model-call metrics themselves: adk-otel then
+records neither ``gen_ai.client.token.usage`` nor ``gen_ai.client.operation.duration``."""
 ADK_LIVE = "adk.live"
 LIVE_MODEL_REQUEST_EVENT = "adk.live.model_request"
 """Span event on the agent span for each model request of a live session."""
@@ -177,6 +191,8 @@ OP_INVOKE_AGENT = "invoke_agent"
 OP_INVOKE_WORKFLOW = "invoke_workflow"
 OP_EXECUTE_TOOL = "execute_tool"
 OP_GENERATE_CONTENT = "generate_content"
+OP_CALL_LLM = "call_llm"
+"""The model span's name prefix when a client instrumentation records the inference."""
 
 # How LLM-observability viewers classify a span. Arize Phoenix and Langfuse
 # read this OpenInference attribute before gen_ai.operation.name (which has no

@@ -131,3 +131,39 @@ async def test_viewer_token_totals_are_the_model_calls(capture: bool) -> None:
     assert llm_spans == model_calls
     # The roll-up on the invocation span is the same number under its own name.
     assert rec.kind("invocation")[0].attributes[sc.ADK_USAGE_INPUT_TOKENS] == per_call
+
+
+async def test_workflow_nodes_are_steps_of_the_workflow() -> None:
+    """Phoenix listed a workflow's node spans as UNKNOWN: each is a CHAIN (a step)."""
+    from google.adk.runners import InMemoryRunner
+    from google.adk.workflow import Workflow
+    from google.genai import types
+
+    import adk_otel
+
+    from .harness import providers
+
+    def prepare() -> dict[str, Any]:
+        return {"sku": "A1"}
+
+    tracer_provider, exporter, meter_provider, _ = providers()
+    runner = adk_otel.instrument(
+        InMemoryRunner(
+            node=Workflow(name="flow", edges=[("START", prepare, clerk())]), app_name="shop"
+        ),
+        tracer_provider=tracer_provider,
+        meter_provider=meter_provider,
+    )
+    session = await runner.session_service.create_session(app_name="shop", user_id="u")
+    async for _ in runner.run_async(
+        user_id="u", session_id=session.id, new_message=types.UserContent("hello")
+    ):
+        pass
+    spans = exporter.get_finished_spans()
+    nodes = [s for s in spans if (s.attributes or {}).get(sc.ADK_SPAN_KIND) == "node"]
+    assert nodes, "the workflow ran no node span"
+    for span in nodes:
+        attributes = span.attributes or {}
+        assert (phoenix_kind(attributes), langfuse_type(attributes)) == ("CHAIN", "CHAIN"), (
+            span.name
+        )

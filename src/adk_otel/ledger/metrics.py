@@ -272,6 +272,11 @@ def suppress_adk_metrics(provider: Any) -> bool:
     return switched
 
 
+def recorded_elsewhere(facts: Facts) -> bool:
+    """A model call whose client instrumentation records its metrics: counted once, there."""
+    return facts.attributes.get(sc.ADK_INFERENCE_RECORDED_BY) in sc.INFERENCE_RECORDERS_WITH_METRICS
+
+
 def record_usage(
     instruments: Instruments, facts: Facts, attributes: Mapping[str, AttributeValue]
 ) -> None:
@@ -345,7 +350,7 @@ def record_end(
             instruments.time_per_output_chunk.record(gap, chunk_dims)
     seconds = ((ended or time.perf_counter_ns()) - facts.started) / 1e9
     if facts.kind == MODEL:
-        if instruments.model_calls:
+        if instruments.model_calls and not recorded_elsewhere(facts):
             instruments.operation_duration.record(seconds, dims)
         return
     if not instruments.overlapping:

@@ -582,6 +582,7 @@ class NodeTracer(RoutedTracer):
         run = scope.entry.opened_with or {}
         start: dict[str, AttributeValue] = {
             sc.ADK_SPAN_KIND: sc.SpanKind.NODE.value,
+            sc.OPENINFERENCE_SPAN_KIND: sc.OI_CHAIN,  # a step of the workflow in Phoenix
             sc.GEN_AI_OPERATION_NAME: operation,
             sc.ADK_NODE_NAME: node_name,
             sc.ADK_NODE_PATH: path,

@@ -18,6 +18,7 @@ from opentelemetry.util.types import AttributeValue
 from .. import semconv as sc
 from ..util import sanitize
 from . import content, endpoint
+from .inference_recorders import Recorder, inference_recorder
 
 Attributes = dict[str, AttributeValue]
 
@@ -269,15 +270,33 @@ def model_opening(
             else getattr(callback_context, "agent_name", None)
         )
     part, held = _model_key(agent_obj)
-    key = (model_str, agent_name, part, streaming, latest)
+    model = _agent_model(agent_obj)
+    recorder = (
+        inference_recorder(_kind(model), model, streaming=streaming) if model is not None else None
+    )
+    key = (model_str, agent_name, part, streaming, latest, recorder)
     return _kept(
-        _model_openings, key, held, _model_opening, (agent_obj, agent_name, llm_request, streaming)
+        _model_openings,
+        key,
+        held,
+        _model_opening,
+        (agent_obj, agent_name, llm_request, streaming, recorder),
     )
 
 
 def _model_opening(
-    agent_obj: Any, agent_name: Any, llm_request: Any, streaming: bool, held: Any
+    agent_obj: Any,
+    agent_name: Any,
+    llm_request: Any,
+    streaming: bool,
+    recorder: Recorder | None,
+    held: Any,
 ) -> Opening:
+    """A model call's opening. With a client instrumentation recording the inference
+    (``recorder``), the span is the ADK layer around it, not a second inference: no
+    OpenInference LLM kind (CHAIN, which Phoenix and Langfuse both read first), no
+    operation name, the recorder named; its usage goes on as ``adk.usage.*``
+    (``deferred_usage``)."""
     model_str = getattr(llm_request, "model", None)
     model = _agent_model(agent_obj)
     if model is not None and getattr(model, "model", None) != model_str:
@@ -296,8 +315,14 @@ def _model_opening(
         attributes[sc.SERVER_ADDRESS], attributes[sc.SERVER_PORT] = server
     if streaming:
         attributes[sc.GEN_AI_REQUEST_STREAM] = True
+    operation = sc.OP_GENERATE_CONTENT
+    if recorder is not None:
+        del attributes[sc.GEN_AI_OPERATION_NAME]
+        attributes[sc.OPENINFERENCE_SPAN_KIND] = sc.OI_CHAIN
+        attributes[sc.ADK_INFERENCE_RECORDED_BY] = recorder.name
+        operation = sc.OP_CALL_LLM
     return Opening(
-        sanitize.clean(f"generate_content {name}"),
+        sanitize.clean(f"{operation} {name}"),
         dict(sanitize.attributes(attributes) or {}),
         held,
         _environment_of(provider, server),
@@ -591,6 +616,14 @@ def _optional_field(model: Any, name: str) -> Any:
         extra = getattr(model, "__pydantic_extra__", None)
         return extra.get(name) if extra else None
     return getattr(model, name, None)
+
+
+def deferred_usage(response: Mapping[str, AttributeValue]) -> dict[str, AttributeValue]:
+    """A model response's attributes for a span whose inference a client instrumentation
+    records: its token usage under adk-otel's own names (``adk.usage.*``, which backends do
+    not add up as inferences), everything else as it is."""
+    rollup = sc.ROLLUP_USAGE
+    return {rollup.get(key, key): value for key, value in response.items()}
 
 
 def _sum(a: int | None, b: int | None) -> int | None:

@@ -315,8 +315,14 @@ def summarize(
             )
         )
         if kind == "model":
-            run.input_tokens += _int(record.attributes.get(sc.GEN_AI_USAGE_INPUT_TOKENS))
-            run.output_tokens += _int(record.attributes.get(sc.GEN_AI_USAGE_OUTPUT_TOKENS))
+            # adk.usage.* where a client instrumentation's child span is the inference.
+            usage = record.attributes
+            run.input_tokens += _int(
+                usage.get(sc.GEN_AI_USAGE_INPUT_TOKENS, usage.get(sc.ADK_USAGE_INPUT_TOKENS))
+            )
+            run.output_tokens += _int(
+                usage.get(sc.GEN_AI_USAGE_OUTPUT_TOKENS, usage.get(sc.ADK_USAGE_OUTPUT_TOKENS))
+            )
     for run in runs.values():
         if run.group is None:
             if in_order:

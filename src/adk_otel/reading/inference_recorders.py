@@ -1,0 +1,208 @@
+"""Who else records a model call as an inference: the client-library GenAI instrumentations.
+
+A model call is one inference, and LLM backends add inferences up over spans (tokens, cost,
+LLM-call counts) and over the ``gen_ai.client.*`` metrics. When an instrumentation of the
+model's client library (google-genai, anthropic, LiteLLM, openai) also records the call, it
+opens its own inference span under adk-otel's model span, and both would be counted. So
+adk-otel asks, at each model call, whether such a recorder wraps the client method the model
+class calls, and if so its model span stays the ADK layer (status, error category, callbacks'
+span) while the recorder's span is the inference (see ``attributes.model_opening``).
+
+Recognised by the module of the wrapper around the client method (wrapt's
+``_self_wrapper``, or the function's own module), so no instrumentation package is imported:
+
+=============================================  =======================  ===============
+wrapper module                                 wraps                    records metrics
+=============================================  =======================  ===============
+``opentelemetry.instrumentation.google_genai`` google-genai (Gemini)    yes
+``openinference.instrumentation.google_genai`` google-genai (Gemini)    no
+``opentelemetry.instrumentation.anthropic``    anthropic (Claude)       yes
+``openinference.instrumentation.anthropic``    anthropic (Claude)       no
+``opentelemetry.instrumentation.openai_v2``    openai (LiteLLM openai/) yes
+``openinference.instrumentation.litellm``      litellm                  no
+=============================================  =======================  ===============
+
+Two recorders are not wrappers: the anthropic SDK's own tracing (on by default in anthropic
+2.x; ``ANTHROPIC_OPEN_TELEMETRY=false`` turns it off), which records usage on its call span
+but no metrics, and LiteLLM's OpenTelemetry callback (``litellm.callbacks = ["otel"]``),
+which records both.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+from opentelemetry import trace
+
+from .. import semconv as sc
+
+_MAX_LAYERS = 8
+"""Wrappers looked through on one method (a stack of instrumentations is two or three)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Recorder:
+    """A client instrumentation that records a model call as an inference."""
+
+    name: str
+    """Its distribution, e.g. ``opentelemetry-instrumentation-google-genai``."""
+
+    @property
+    def records_metrics(self) -> bool:
+        """Whether it records the model-call metrics (token usage, operation duration)."""
+        return self.name in sc.INFERENCE_RECORDERS_WITH_METRICS
+
+
+_BY_MODULE = {
+    "opentelemetry.instrumentation.google_genai": Recorder(
+        "opentelemetry-instrumentation-google-genai"
+    ),
+    "openinference.instrumentation.google_genai": Recorder(
+        "openinference-instrumentation-google-genai"
+    ),
+    "opentelemetry.instrumentation.anthropic": Recorder("opentelemetry-instrumentation-anthropic"),
+    "openinference.instrumentation.anthropic": Recorder("openinference-instrumentation-anthropic"),
+    "opentelemetry.instrumentation.openai_v2": Recorder("opentelemetry-instrumentation-openai-v2"),
+    "openinference.instrumentation.litellm": Recorder("openinference-instrumentation-litellm"),
+}
+ANTHROPIC_SDK = Recorder("anthropic")
+LITELLM_OTEL_CALLBACK = Recorder("litellm")
+
+
+def _recorder_of_module(module: object) -> Recorder | None:
+    if module.__class__ is not str:
+        return None
+    for prefix, recorder in _BY_MODULE.items():
+        if module.startswith(prefix):
+            return recorder
+    return None
+
+
+_wrapped_cache: dict[tuple[type, str], tuple[Any, Recorder | None]] = {}
+
+
+def wrapping_recorder(owner: type, method: str) -> Recorder | None:
+    """The client instrumentation wrapping ``owner.method``, if any (``_recorder_of_function``).
+
+    Cached on the method object itself, so an instrumentation turned on or off later
+    (``instrument()``/``uninstrument()`` replace the attribute) is seen at the next call.
+    """
+    current = owner.__dict__.get(method)
+    cached = _wrapped_cache.get((owner, method))
+    if cached is not None and cached[0] is current:
+        return cached[1]
+    found = _recorder_of_function(current)
+    _wrapped_cache[(owner, method)] = (current, found)
+    return found
+
+
+def _google_genai(model: Any, streaming: bool) -> Recorder | None:
+    module = sys.modules.get("google.genai.models")
+    owner = getattr(module, "AsyncModels", None)
+    if owner is None:
+        return None
+    return wrapping_recorder(owner, "generate_content_stream" if streaming else "generate_content")
+
+
+def _anthropic(model: Any, streaming: bool) -> Recorder | None:
+    module = sys.modules.get("anthropic.resources.messages.messages") or sys.modules.get(
+        "anthropic.resources.messages"
+    )
+    owner = getattr(module, "AsyncMessages", None)
+    if owner is not None:
+        found = wrapping_recorder(owner, "create")
+        if found is not None:
+            return found
+    return ANTHROPIC_SDK if _anthropic_sdk_traces(model) else None
+
+
+def _anthropic_sdk_traces(model: Any) -> bool:
+    """Whether the anthropic SDK's own tracing records this model's calls: on in the client ADK
+    built (a cached property), else in the environment as a new client would read it, and with
+    a provider to record through (its own, or a global one that is set)."""
+    client = getattr(model, "__dict__", {}).get("_anthropic_client")
+    options = getattr(client, "open_telemetry", None) if client is not None else None
+    if options is None:
+        tracing = sys.modules.get("anthropic._tracing")
+        resolve = getattr(tracing, "resolve_open_telemetry", None)
+        if resolve is None:
+            return False
+        try:
+            options = resolve(None)
+        except Exception:
+            return False
+    try:
+        if not options["traces"]["enabled"]:
+            return False
+        if options.get("tracer_provider") is not None:
+            return True
+    except (AttributeError, KeyError, TypeError):
+        return False
+    # Else it records through the global provider: into nothing until one is set.
+    return not isinstance(
+        trace.get_tracer_provider(), trace.ProxyTracerProvider | trace.NoOpTracerProvider
+    )
+
+
+def _litellm(model: Any, streaming: bool) -> Recorder | None:
+    litellm = sys.modules.get("litellm")
+    if litellm is None:
+        return None
+    # ADK's lite_llm binds acompletion at import: the instrumentor may have wrapped either.
+    adk_lite_llm = sys.modules.get("google.adk.models.lite_llm")
+    for function in (
+        getattr(adk_lite_llm, "acompletion", None),
+        getattr(litellm, "acompletion", None),
+    ):
+        found = _recorder_of_function(function)
+        if found is not None:
+            return found
+    model_str = str(getattr(model, "model", "") or "")
+    if model_str.startswith("openai/"):
+        completions = sys.modules.get("openai.resources.chat.completions.completions")
+        owner = getattr(completions, "AsyncCompletions", None)
+        if owner is not None:
+            found = wrapping_recorder(owner, "create")
+            if found is not None:
+                return found
+    for callback in (*getattr(litellm, "callbacks", ()), *getattr(litellm, "success_callback", ())):
+        if callback == "otel" or type(callback).__name__ == "OpenTelemetry":
+            return LITELLM_OTEL_CALLBACK
+    return None
+
+
+def _recorder_of_function(function: Any) -> Recorder | None:
+    """The recorder among the wrappers around ``function``: one that records the metrics
+    too where two are stacked (so neither is counted twice), else the outermost."""
+    found: Recorder | None = None
+    layer = function
+    for _ in range(_MAX_LAYERS):
+        if layer is None:
+            break
+        wrapper = getattr(layer, "_self_wrapper", None)  # wrapt's FunctionWrapper
+        recorder = _recorder_of_module(
+            getattr(wrapper if wrapper is not None else layer, "__module__", None)
+        )
+        if recorder is not None:
+            if recorder.records_metrics:
+                return recorder
+            found = found or recorder
+        layer = getattr(layer, "__wrapped__", None)
+    return found
+
+
+_BY_KIND = {"google": _google_genai, "anthropic": _anthropic, "litellm": _litellm}
+
+
+def inference_recorder(kind: str, model: Any, *, streaming: bool) -> Recorder | None:
+    """The client instrumentation that records this model call's inference, if any
+    (``kind``: the model class's provider kind, as ``attributes`` tells it)."""
+    check = _BY_KIND.get(kind)
+    if check is None:
+        return None
+    try:
+        return check(model, streaming)
+    except Exception:  # another library's object of an unexpected shape: nothing known
+        return None

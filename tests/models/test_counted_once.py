@@ -1,0 +1,260 @@
+"""One model call, one counted inference, whatever client instrumentation also records it.
+
+ADK's real ``Gemini`` class over HTTP to a local Gemini-API server, with OpenTelemetry's and
+OpenInference's google-genai instrumentations on the same provider. What backends add up is
+counted over every span of the trace (``gen_ai.usage.*`` as Langfuse and OpenTelemetry readers
+sum it, ``llm.token_count.*`` as Phoenix and Langfuse read OpenInference, spans classified as an
+LLM call) and over the metrics (``gen_ai.client.token.usage``): the same with adk-otel as with
+the client instrumentation alone, and adk-otel's model span still the ADK layer above it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from google.adk.agents import LlmAgent
+from google.adk.agents.run_config import RunConfig, StreamingMode
+from google.adk.models.google_llm import Gemini
+from google.adk.runners import InMemoryRunner
+from google.genai import types
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import StatusCode
+from telemetry.test_viewers import langfuse_type, phoenix_kind  # tests/ is on the path
+
+import adk_otel
+from adk_otel import semconv as sc
+
+from .api_servers import api_server
+
+SRC = Path(__file__).resolve().parents[2] / "src"  # the checkout's own adk-otel
+PROMPT_TOKENS = 40  # what the local server reports for each call (api_servers.USAGE)
+LLM_OPERATIONS = {"generate_content", "chat", "text_completion"}
+
+
+@pytest.fixture
+def server(monkeypatch) -> Iterator[str]:
+    monkeypatch.setenv("GOOGLE_API_KEY", "test-key")  # never sent anywhere but loopback
+    for name in ("GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GENAI_USE_ENTERPRISE"):
+        monkeypatch.delenv(name, raising=False)
+    with api_server("gemini") as (url, _requests):
+        yield url
+
+
+def _client_instrumentors(names: tuple[str, ...]) -> list[Any]:
+    found: list[Any] = []
+    for name in names:
+        if name == "opentelemetry":
+            from opentelemetry.instrumentation.google_genai import GoogleGenAiSdkInstrumentor
+
+            found.append(GoogleGenAiSdkInstrumentor())
+        else:
+            from openinference.instrumentation.google_genai import GoogleGenAIInstrumentor
+
+            found.append(GoogleGenAIInstrumentor())
+    return found
+
+
+async def _run(
+    url: str, clients: tuple[str, ...], *, traced: bool, stream: bool, calls: int = 2
+) -> tuple[list[ReadableSpan], dict[str, float]]:
+    """``calls`` runs of one model call each; the spans and the metric sums by token type."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    reader = InMemoryMetricReader()
+    meters = MeterProvider(metric_readers=[reader])
+    instrumentors = _client_instrumentors(clients)
+    for instrumentor in instrumentors:
+        instrumentor.instrument(tracer_provider=provider, meter_provider=meters)
+    try:
+        model = Gemini(
+            model="gemini-2.5-flash",
+            base_url=url,
+            retry_options=types.HttpRetryOptions(attempts=1),
+        )
+        runner = InMemoryRunner(agent=LlmAgent(name="clerk", model=model), app_name="shop")
+        if traced:
+            runner = adk_otel.instrument(runner, tracer_provider=provider, meter_provider=meters)
+        mode = StreamingMode.SSE if stream else StreamingMode.NONE
+        for turn in range(calls):
+            session = await runner.session_service.create_session(app_name="shop", user_id="u")
+            async for _ in runner.run_async(
+                user_id="u",
+                session_id=session.id,
+                new_message=types.UserContent(f"stock of A{turn}?"),
+                run_config=RunConfig(streaming_mode=mode),
+            ):
+                pass
+    finally:
+        for instrumentor in reversed(instrumentors):  # innermost last, as wrappers unwind
+            instrumentor.uninstrument()
+    tokens: dict[str, float] = {}
+    data = reader.get_metrics_data()
+    for resource in data.resource_metrics if data is not None else ():
+        for scope in resource.scope_metrics:
+            for metric in scope.metrics:
+                if metric.name != "gen_ai.client.token.usage":
+                    continue
+                for point in metric.data.data_points:
+                    kind = str((point.attributes or {}).get("gen_ai.token.type"))
+                    tokens[kind] = tokens.get(kind, 0) + point.sum  # type: ignore[attr-defined]
+    return list(exporter.get_finished_spans()), tokens
+
+
+def _counted(spans: list[ReadableSpan]) -> tuple[int, int, int]:
+    """What backends add up over the trace: input tokens under the GenAI conventions, input
+    tokens under OpenInference's, and the spans classified as an LLM call (by Phoenix's and
+    Langfuse's rules alike, and by the GenAI operation name)."""
+    usage = prompt = llm_calls = 0
+    for span in spans:
+        attributes = span.attributes or {}
+        usage += int(attributes.get(sc.GEN_AI_USAGE_INPUT_TOKENS, 0))  # type: ignore[arg-type]
+        prompt += int(attributes.get("llm.token_count.prompt", 0))  # type: ignore[arg-type]
+        verdicts = {
+            phoenix_kind(attributes) == "LLM",
+            langfuse_type(attributes) == "GENERATION",
+        }
+        assert len(verdicts) == 1, f"the viewers disagree on {span.name}"
+        if verdicts.pop() or attributes.get(sc.GEN_AI_OPERATION_NAME) in LLM_OPERATIONS:
+            llm_calls += 1
+    return usage, prompt, llm_calls
+
+
+SETUPS = {
+    "opentelemetry": ("opentelemetry",),
+    "openinference": ("openinference",),
+    "both": ("opentelemetry", "openinference"),
+}
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["generateContent", "stream"])
+@pytest.mark.parametrize("setup", list(SETUPS))
+async def test_each_model_call_counted_once(server, setup, stream) -> None:
+    clients = SETUPS[setup]
+    alone, alone_tokens = await _run(server, clients, traced=False, stream=stream)
+    spans, tokens = await _run(server, clients, traced=True, stream=stream)
+
+    # The trace counts exactly what the client instrumentation alone counts.
+    assert _counted(spans) == _counted(alone)
+    usage, prompt, llm_calls = _counted(spans)
+    assert llm_calls == 2 * len(clients)  # one per call and client instrumentation, as alone
+    # The metrics count each call once: the client's where it records them, else adk-otel's.
+    assert tokens["input"] == 2 * PROMPT_TOKENS
+    if "opentelemetry" in clients:
+        assert tokens == alone_tokens
+        assert usage == 2 * PROMPT_TOKENS
+    else:
+        assert alone_tokens == {}
+    if "openinference" in clients:
+        assert prompt == 2 * PROMPT_TOKENS
+
+    # adk-otel's model span is the ADK layer around the inference, with its detail.
+    models = [s for s in spans if (s.attributes or {}).get(sc.ADK_SPAN_KIND) == "model"]
+    assert len(models) == 2
+    for span in models:
+        attributes = dict(span.attributes or {})
+        assert span.name == "call_llm gemini-2.5-flash"
+        assert span.status.status_code is StatusCode.OK
+        assert attributes[sc.OPENINFERENCE_SPAN_KIND] == sc.OI_CHAIN
+        assert (phoenix_kind(attributes), langfuse_type(attributes)) == ("CHAIN", "CHAIN")
+        assert sc.GEN_AI_OPERATION_NAME not in attributes
+        assert attributes[sc.GEN_AI_REQUEST_MODEL] == "gemini-2.5-flash"
+        assert attributes[sc.ADK_USAGE_INPUT_TOKENS] == PROMPT_TOKENS
+        # Where both are on, the one that also records the metrics is named.
+        named = "opentelemetry" if "opentelemetry" in clients else "openinference"
+        assert attributes[sc.ADK_INFERENCE_RECORDED_BY] == f"{named}-instrumentation-google-genai"
+        children = [
+            s for s in spans if s.parent is not None and s.parent.span_id == span.context.span_id
+        ]
+        assert children, "the client instrumentation's inference span is the model span's child"
+    # The roll-ups on the agent and invocation still total the run's usage.
+    invocations = [s for s in spans if (s.attributes or {}).get(sc.ADK_SPAN_KIND) == "invocation"]
+    assert [(s.attributes or {}).get(sc.ADK_USAGE_INPUT_TOKENS) for s in invocations] == [
+        PROMPT_TOKENS,
+        PROMPT_TOKENS,
+    ]
+
+
+async def test_without_a_client_instrumentation_the_model_span_is_the_inference(server) -> None:
+    spans, tokens = await _run(server, (), traced=True, stream=False)
+    assert _counted(spans) == (2 * PROMPT_TOKENS, 0, 2)
+    assert tokens["input"] == 2 * PROMPT_TOKENS
+    (first, _) = [s for s in spans if (s.attributes or {}).get(sc.ADK_SPAN_KIND) == "model"]
+    assert first.name == "generate_content gemini-2.5-flash"
+    assert sc.ADK_INFERENCE_RECORDED_BY not in (first.attributes or {})
+
+
+async def test_an_instrumentation_turned_off_is_seen_at_the_next_call(server) -> None:
+    """Whether a client instrumentation records is asked at each call, not once."""
+    await _run(server, ("opentelemetry",), traced=True, stream=False, calls=1)
+    spans, tokens = await _run(server, (), traced=True, stream=False, calls=1)
+    assert _counted(spans) == (PROMPT_TOKENS, 0, 1)
+    assert tokens["input"] == PROMPT_TOKENS
+
+
+def _child(base_url: str, mode: str) -> dict[str, Any]:
+    """One fresh process (ADK binds its tracer at import; a global provider is set once)."""
+    child = Path(__file__).with_name("global_provider_child.py")
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")]),
+    }
+    env.pop("ANTHROPIC_OPEN_TELEMETRY", None)
+    done = subprocess.run(
+        [sys.executable, str(child), base_url, mode],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+@pytest.mark.timeout(240)
+def test_the_anthropic_sdks_own_tracing_is_counted_once() -> None:
+    """anthropic 2.x traces every API call by default through the global provider: with ADK
+    alone each call is counted twice (ADK's span and the SDK's); with adk-otel, once."""
+    with api_server("anthropic") as (url, _requests):
+        alone = _child(url, "alone")
+        traced = _child(url, "traced")
+
+    def usage(found: dict[str, Any]) -> list[int]:
+        return [
+            s["attributes"][sc.GEN_AI_USAGE_INPUT_TOKENS]
+            for s in found["spans"]
+            if sc.GEN_AI_USAGE_INPUT_TOKENS in s["attributes"]
+        ]
+
+    def llm_calls(found: dict[str, Any]) -> int:
+        return sum(
+            phoenix_kind(s["attributes"]) == "LLM"
+            or s["attributes"].get(sc.GEN_AI_OPERATION_NAME) in LLM_OPERATIONS
+            for s in found["spans"]
+        )
+
+    sdk = [s for s in traced["spans"] if s["scope"] == "com.anthropic.sdk.python"]
+    assert len(sdk) == 2, "the SDK's own call spans, one per call"
+    assert len(usage(alone)) == 4  # what ADK alone shows: each call counted twice
+    # With adk-otel: only the SDK's span carries the usage, one LLM call per call.
+    assert usage(traced) == [s["attributes"][sc.GEN_AI_USAGE_INPUT_TOKENS] for s in sdk]
+    assert llm_calls(traced) == 2
+    models = [s for s in traced["spans"] if s["attributes"].get(sc.ADK_SPAN_KIND) == "model"]
+    assert [m["attributes"][sc.ADK_INFERENCE_RECORDED_BY] for m in models] == ["anthropic"] * 2
+    assert all(sc.ADK_USAGE_INPUT_TOKENS in m["attributes"] for m in models)
+    # The SDK records no metrics: adk-otel's are the one count.
+    assert traced["input_token_metric"] == sum(
+        m["attributes"][sc.ADK_USAGE_INPUT_TOKENS] for m in models
+    )
