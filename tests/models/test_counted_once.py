@@ -37,7 +37,6 @@ from adk_otel import semconv as sc
 
 from .api_servers import api_server
 
-SRC = Path(__file__).resolve().parents[2] / "src"  # the checkout's own adk-otel
 PROMPT_TOKENS = 40  # what the local server reports for each call (api_servers.USAGE)
 LLM_OPERATIONS = {"generate_content", "chat", "text_completion"}
 
@@ -206,11 +205,8 @@ async def test_an_instrumentation_turned_off_is_seen_at_the_next_call(server) ->
 def _child(base_url: str, mode: str) -> dict[str, Any]:
     """One fresh process (ADK binds its tracer at import; a global provider is set once)."""
     child = Path(__file__).with_name("global_provider_child.py")
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")]),
-    }
-    env.pop("ANTHROPIC_OPEN_TELEMETRY", None)
+    # The environment (tests/conftest.py puts this checkout's src/ first on its path).
+    env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_OPEN_TELEMETRY"}
     done = subprocess.run(
         [sys.executable, str(child), base_url, mode],
         capture_output=True,
