@@ -18,7 +18,7 @@ from opentelemetry.util.types import AttributeValue
 from .. import semconv as sc
 from ..util import sanitize
 from . import content, endpoint
-from .inference_recorders import Recorder, inference_recorder
+from .inference_recorders import RECORDED_KINDS, Recorder, inference_recorder
 
 Attributes = dict[str, AttributeValue]
 
@@ -270,9 +270,10 @@ def model_opening(
             else getattr(callback_context, "agent_name", None)
         )
     part, held = _model_key(agent_obj)
-    model = _agent_model(agent_obj)
+    model = held if held is not None else _agent_model(agent_obj)
+    kind = _kind(model) if model is not None else None
     recorder = (
-        inference_recorder(_kind(model), model, streaming=streaming) if model is not None else None
+        inference_recorder(kind, model, streaming=streaming) if kind in RECORDED_KINDS else None
     )
     key = (model_str, agent_name, part, streaming, latest, recorder)
     return _kept(

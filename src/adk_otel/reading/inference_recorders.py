@@ -194,6 +194,8 @@ def _recorder_of_function(function: Any) -> Recorder | None:
 
 
 _BY_KIND = {"google": _google_genai, "anthropic": _anthropic, "litellm": _litellm}
+RECORDED_KINDS = frozenset(_BY_KIND)
+"""The model-class kinds whose client library an instrumentation may record."""
 
 
 def inference_recorder(kind: str, model: Any, *, streaming: bool) -> Recorder | None:
