@@ -243,7 +243,8 @@ def test_the_anthropic_sdks_own_tracing_is_counted_once() -> None:
 
     sdk = [s for s in traced["spans"] if s["scope"] == "com.anthropic.sdk.python"]
     assert len(sdk) == 2, "the SDK's own call spans, one per call"
-    assert len(usage(alone)) == 4  # what ADK alone shows: each call counted twice
+    # What ADK alone shows: each call counted at least twice (2.5 three times).
+    assert len(usage(alone)) >= 4
     # With adk-otel: only the SDK's span carries the usage, one LLM call per call.
     assert usage(traced) == [s["attributes"][sc.GEN_AI_USAGE_INPUT_TOKENS] for s in sdk]
     assert llm_calls(traced) == 2

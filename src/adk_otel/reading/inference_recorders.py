@@ -71,11 +71,28 @@ ANTHROPIC_SDK = Recorder("anthropic")
 LITELLM_OTEL_CALLBACK = Recorder("litellm")
 
 
+_BY_PATH = {prefix.replace(".", "/"): recorder for prefix, recorder in _BY_MODULE.items()}
+
+
 def _recorder_of_module(module: object) -> Recorder | None:
     if module.__class__ is not str:
         return None
     for prefix, recorder in _BY_MODULE.items():
         if module.startswith(prefix):
+            return recorder
+    return None
+
+
+def _recorder_of_code(function: object) -> Recorder | None:
+    """By the file its code is in: a ``functools.wraps`` replacement (OpenTelemetry's
+    google-genai instrumentation before 1.0) carries the wrapped function's module."""
+    code = getattr(function, "__code__", None)
+    filename = getattr(code, "co_filename", None)
+    if filename.__class__ is not str:
+        return None
+    path = filename.replace("\\", "/")
+    for prefix, recorder in _BY_PATH.items():
+        if prefix in path:
             return recorder
     return None
 
@@ -182,9 +199,12 @@ def _recorder_of_function(function: Any) -> Recorder | None:
         if layer is None:
             break
         wrapper = getattr(layer, "_self_wrapper", None)  # wrapt's FunctionWrapper
-        recorder = _recorder_of_module(
-            getattr(wrapper if wrapper is not None else layer, "__module__", None)
-        )
+        if wrapper is not None:
+            recorder = _recorder_of_module(getattr(wrapper, "__module__", None))
+        else:
+            recorder = _recorder_of_module(getattr(layer, "__module__", None)) or (
+                _recorder_of_code(layer)
+            )
         if recorder is not None:
             if recorder.records_metrics:
                 return recorder
