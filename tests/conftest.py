@@ -11,8 +11,10 @@ tests). Children: every Python a test starts runs this checkout's ``src/``
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -87,6 +89,63 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None and reporter.stats.get("skipped") and exitstatus == 0:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_report_to_serializable(config: pytest.Config, report: Any) -> Any:
+    """Make every report crossable to a pytest-xdist controller: a lone surrogate
+    (a test's hostile input, echoed in a log record, captured output or an
+    exception message) cannot be encoded as UTF-8 on the way and would end the
+    whole run. It is escaped instead (``\\udcff``), the report otherwise as it was."""
+    return _escape_lone_surrogates((yield))
+
+
+def _escape_lone_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return value.encode("utf-8", "backslashreplace").decode("utf-8")
+        return value
+    if isinstance(value, dict):
+        return {key: _escape_lone_surrogates(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(_escape_lone_surrogates(item) for item in value)
+    return value
+
+
+_SHARED_FIXTURE = re.compile(r"""scope\s*=\s*["'](?:module|class|package)["']""")
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """pytest-xdist's ``load`` (its default with ``-n``), each test to the next free
+    worker, except that the tests of a file that shares a fixture between its tests
+    (module- or class-scoped, in the file or a conftest.py above it: often a set of
+    processes) go to one worker together, so it is built once. (``xdist_group``
+    marks would say the same, but pytest-xdist 3.8 loses them under pytest 9.2.)"""
+    if config.getvalue("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    root = config.rootpath
+
+    @functools.cache
+    def shares_a_fixture(path: str) -> bool:
+        file = root / path
+        sources = [file, *(d / "conftest.py" for d in file.parents if d.is_relative_to(HERE))]
+        return any(
+            _SHARED_FIXTURE.search(source.read_text(encoding="utf-8"))
+            for source in sources
+            if source.is_file()
+        )
+
+    class SharedFixturesTogether(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return path if shares_a_fixture(path) else nodeid
+
+    return SharedFixturesTogether(config, log)
 
 
 @pytest.fixture

@@ -23,8 +23,10 @@ def _python_blocks() -> list[str]:
 def test_the_first_lines_are_the_two_fresh_machine_commands() -> None:
     assert README.startswith(
         "# adk-otel\n\n```bash\n"
-        "python3 -m venv .venv && .venv/bin/pip install -e '.[test]' && .venv/bin/adk-otel demo\n"
-        ".venv/bin/python -m pytest\n```\n"
+        "python3 -m venv .venv && .venv/bin/pip install -c requirements/test.txt -e . "
+        "&& .venv/bin/adk-otel demo\n"
+        ".venv/bin/pip install -c requirements/test.txt -e '.[test]' "
+        "&& .venv/bin/python -m pytest\n```\n"
     )
 
 
