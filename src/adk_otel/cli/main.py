@@ -100,7 +100,7 @@ from ..traces.render import render_normalized, render_tree
 from ..traces.report_json import check_json, forest_json
 from ..util import sanitize
 from ..version import __version__
-from . import compare, evalset
+from . import compare, evalset, store
 
 PROG = "adk-otel"
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
@@ -315,6 +315,13 @@ def _read(args: argparse.Namespace, files: Sequence[str]) -> list[SpanRecord]:
             raise UsageError(f"--trace-id {value!r}: a trace id is 32 hex digits")
     services = set(args.service or ())
     limits = read_limits(args)
+    stores = [name for name in files if store.is_store(name)]
+    if stores:
+        if len(files) > 1:
+            raise UsageError(f"{stores[0]}: a store is read alone, not with other inputs")
+        return store.records(stores[0], store.selection_of(args), limit=args.max_spans)
+    if args.where or args.since or args.until:
+        raise UsageError("--where, --since and --until select runs in a ClickHouse store")
     if not trace_ids and not services:
         return read_records(files, limits=limits)
     read = 0
@@ -489,6 +496,7 @@ def _input_arguments(parser: argparse.ArgumentParser) -> None:
         default="text",
         help="text (default) or one JSON object, for machines (shape: docs/testing.md)",
     )
+    store.add_selection_arguments(parser)
     limit_arguments(parser, [name for name in NAMES if name != "spec"])
 
 
@@ -560,6 +568,9 @@ def build_parser() -> argparse.ArgumentParser:
     evalset.add_command(
         commands, lambda parser: limit_arguments(parser, [n for n in NAMES if n != "spec"])
     )
+    store.add_load_command(
+        commands, lambda parser: limit_arguments(parser, [n for n in NAMES if n != "spec"])
+    )
     commands.add_parser("demo", help="run the demo app (arguments are passed on)")
     for command in commands.choices.values():  # a bad argument gets its command's usage
         command.set_defaults(command_parser=command)
@@ -588,7 +599,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(exc.code or 0) if not isinstance(exc.code, str) else EXIT_BAD_INPUT
     try:
         code, output = _dispatch(args)
-    except (UsageError, OtlpJsonError, SpecError, OSError) as exc:
+    except (
+        UsageError,
+        OtlpJsonError,
+        SpecError,
+        OSError,
+        store.StoreError,
+        store.SelectionError,
+    ) as exc:
         _error(str(exc))
         return EXIT_BAD_INPUT
     except RecursionError:
@@ -617,6 +635,8 @@ def _dispatch(args: argparse.Namespace) -> tuple[int, str]:
         return compare.cmd_summarize(args, read_limits(args))
     if args.command == "compare":
         return compare.cmd_compare(args, use_colour(args.color), read_limits(args))
+    if args.command == "load":
+        return store.cmd_load(args, read_limits(args))
     if args.command == "evalset":
         try:
             return evalset.cmd_evalset(args, read_limits(args))
