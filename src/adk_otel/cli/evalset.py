@@ -141,8 +141,7 @@ def _read(args: argparse.Namespace, limits: ReadLimits) -> list[SpanRecord]:
         if not _TRACE_ID.fullmatch(value):
             raise build.EvalSetError(f"--trace-id {value!r}: a trace id is 32 hex digits")
     services = set(args.service or ())
-    files, _ = eval_set_results.split_inputs(args.files)
-    stores = [name for name in files if store.is_store(name)]
+    stores = [name for name in args.files if store.is_store(name)]
     if stores:
         if len(args.files) > 1:
             raise build.EvalSetError(f"{stores[0]}: a store is read alone, not with other inputs")
@@ -156,6 +155,7 @@ def _read(args: argparse.Namespace, limits: ReadLimits) -> list[SpanRecord]:
             limit=args.max_spans,
         )
         return [record for record in found if wanted(record)]
+    files, _ = eval_set_results.split_inputs(args.files)
 
     def keep(record: SpanRecord) -> bool:
         return (

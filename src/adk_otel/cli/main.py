@@ -365,14 +365,16 @@ def _json(document: object) -> str:
 def cmd_tree(args: argparse.Namespace) -> tuple[int, str]:
     if args.normalized and args.format == "json":
         raise UsageError("--normalized is a text form; use it without --format json")
-    files, result_files = eval_set_results.split_inputs(args.files)
+    files, result_files = _split_inputs(args.files)
     forest = Forest(_read(args, files))
     if args.format == "json":
         return EXIT_OK, _json(forest_json(forest))
     _say_duplicates(forest)
     if args.normalized:
         return EXIT_OK, render_normalized(forest)
-    scores = evaluations.from_span_records(forest.records) + evaluations.read_files(expand(files))
+    scores = evaluations.from_span_records(forest.records)
+    if not any(store.is_store(name) for name in files):  # a store holds no log records
+        scores += evaluations.read_files(expand(files))
     if result_files:
         from_adk = eval_set_results.join(
             eval_set_results.read(result_files, limits=read_limits(args)), forest.records
@@ -380,6 +382,14 @@ def cmd_tree(args: argparse.Namespace) -> tuple[int, str]:
         scores += from_adk
         _say_unjoined(sum(result.trace_id is None for result in from_adk), args)
     return EXIT_OK, render_tree(forest, color=use_colour(args.color), evaluations=scores) + "\n"
+
+
+def _split_inputs(inputs: Sequence[str]) -> tuple[list[str], list[str]]:
+    """Trace inputs and ADK's eval set result files; a store is a trace input."""
+    if any(store.is_store(name) for name in inputs):
+        return list(inputs), []
+    files, results = eval_set_results.split_inputs(inputs)
+    return list(files), list(results)
 
 
 def _say_unjoined(count: int, args: argparse.Namespace) -> None:
@@ -409,7 +419,7 @@ def cmd_check(args: argparse.Namespace) -> tuple[int, str]:
         run_check([], spec)  # a malformed spec is reported whatever the traces hold
     except SpecError as exc:
         raise UsageError(f"{args.expect}: {exc}") from None
-    files, _ = eval_set_results.split_inputs(args.files)  # check reads the spans only
+    files, _ = _split_inputs(args.files)  # check reads the spans only
     records = _read(args, files)
     checked, failures, extra = run_check(records, spec)
     forest = Forest(records)

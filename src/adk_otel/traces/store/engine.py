@@ -125,6 +125,7 @@ _CHDB_CODE = re.compile(r"Code: (\d+)\. DB::Exception: (.*?)(?: \(([A-Z_]+)\))?(
 def _engine_message(raw: str) -> str:
     """ClickHouse's error text reduced to its first line and its reason."""
     first = raw.strip().splitlines()[0] if raw.strip() else "unknown error"
+    first = first.split(" (for url ", 1)[0]
     match = _CHDB_CODE.search(first)
     if match:
         return match.group(2).rstrip(". ") + (f" ({match.group(3)})" if match.group(3) else "")
@@ -216,7 +217,7 @@ class ServerStore:
         ):
             reason = "cannot reach the server (is it running, and is the port its HTTP port?)"
         else:
-            reason = _engine_message(text.split("\n", 1)[-1] if "Code:" in text else text)
+            reason = _engine_message(text[text.find("Code:") :] if "Code:" in text else text)
         if self._secret:
             reason = reason.replace(self._secret, "***")
         return reason
@@ -232,8 +233,14 @@ class ServerStore:
         self.rows(sql)
 
     def insert_json(self, table: str, lines: list[str]) -> None:
-        if lines:
-            self.command(f"INSERT INTO {table} FORMAT JSONEachRow\n" + "\n".join(lines))
+        if not lines:
+            return
+        try:
+            self._client.raw_insert(
+                table, insert_block="\n".join(lines).encode("utf-8"), fmt="JSONEachRow"
+            )
+        except Exception as exc:
+            raise StoreError(f"{self.location}: {self._reason(exc)}") from None
 
     def close(self) -> None:
         self._client.close()
