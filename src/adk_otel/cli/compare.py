@@ -177,6 +177,14 @@ def _sides(args: argparse.Namespace) -> tuple[Source, Source]:
                 group_by = list(summary_file.load(source).group_by)
                 break
     common = store.selection_of(args)
+    if baseline == candidate:  # one store, two selections: one scan
+        pair = [
+            common.merged(Selection.parse(own)) if own else common
+            for own in (args.baseline_selection, args.candidate_selection)
+        ]
+        base, cand = store.summaries(baseline, pair, group_by or ())
+        args.group_by = group_by or []
+        return base, cand
     sides: list[Source] = []
     for source, own in (
         (baseline, args.baseline_selection),

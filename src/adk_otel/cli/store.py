@@ -23,7 +23,7 @@ from ..traces.io.limits import ReadLimits
 from ..traces.io.model import SpanRecord
 from ..traces.store import engine, spans
 from ..traces.store.engine import StoreError, is_store
-from ..traces.store.runs import summarize_store
+from ..traces.store.runs import summarize_sides, summarize_store
 from ..traces.store.selection import Selection, SelectionError
 
 __all__ = ["Selection", "SelectionError", "StoreError", "is_store"]
@@ -96,6 +96,20 @@ def summary(source: str, selection: Selection, group_by: Sequence[str]) -> Summa
     if not result.runs:
         raise StoreError(f"{label}: no run selected (no adk-otel invocation span)")
     return result
+
+
+def summaries(
+    source: str, selections: Sequence[Selection], group_by: Sequence[str]
+) -> list[Summary]:
+    """A summary per selection of one store's runs, from one scan."""
+    location = engine.parse(source)
+    labels = [str(location) + (f" [{s.text}]" if s.text else "") for s in selections]
+    with engine.open_store(location) as store:
+        results = summarize_sides(store, selections, group_by, sources=labels)
+    for label, result in zip(labels, results, strict=True):
+        if not result.runs:
+            raise StoreError(f"{label}: no run selected (no adk-otel invocation span)")
+    return results
 
 
 def records(

@@ -16,10 +16,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 from ... import semconv as sc
 from ..comparisons.eval_summary import add_to_tally, case_results
-from ..comparisons.runs import ERROR_CATEGORY, MAX_PATHS, NONE, OTHER_PATH, Summary
+from ..comparisons.runs import (
+    ERROR_CATEGORY,
+    MAX_PATHS,
+    NONE,
+    OTHER_PATH,
+    GroupSummary,
+    Summary,
+)
 from ..io.evaluations import from_span_records
 from . import schema, spans
 from .engine import Store, StoreError
@@ -27,9 +35,12 @@ from .selection import Selection, attribute, invocation_sql, literal
 
 _GRID = math.log(1.01)
 _SEP = "\x1f"
-MAX_ROWS = 5_000_000
-"""Rows a summary query may bring back (distinct values per group); more
-means a ``--group-by`` attribute with a value per run: refused."""
+SPILL_BYTES = 200_000_000
+"""Past this much per-run state the engine spills it to disk (ClickHouse's
+external aggregation): the store's size never sets the memory."""
+MAX_GROUPS = 10_000
+"""Groups a summary may hold: more means a ``--group-by`` attribute with
+about a value per run, which no comparison can judge: refused."""
 
 
 def quantized(expression: str) -> str:
@@ -101,8 +112,9 @@ def _group_values(group_by: Sequence[str]) -> str:
     return f"[{', '.join(values)}]"
 
 
-def runs_sql(table: str, selection: Selection, group_by: Sequence[str]) -> str:
-    """One row per run: its group, its figures, its sorted distinct steps."""
+def runs_sql(table: str, selections: Sequence[Selection], group_by: Sequence[str]) -> str:
+    """One row per run: its group, the selections it is in (``sides``, from
+    1), its figures, its sorted distinct steps. Every selection in one scan."""
     invocation = invocation_sql()
     kind = f"SpanAttributes[{literal(sc.ADK_SPAN_KIND)}]"
     invocation_id = f"SpanAttributes[{literal(sc.ADK_INVOCATION_ID)}]"
@@ -110,104 +122,118 @@ def runs_sql(table: str, selection: Selection, group_by: Sequence[str]) -> str:
         f"({kind} IN ('agent', 'model', 'tool', 'node') AND "
         f"mapContains(SpanAttributes, {literal(sc.ADK_INVOCATION_ID)}))"
     )
-    spans_where = f"({invocation} OR {step}) AND {selection.span_sql()}"
-    if not selection.empty:
-        spans_where += (
-            f" AND TraceId IN (SELECT TraceId FROM {table} WHERE {invocation} AND "
-            f"{selection.span_sql()} AND {selection.sql()})"
+    every = all(selection.empty for selection in selections)
+    span_sql = " OR ".join(f"({selection.span_sql()})" for selection in selections)
+    spans_where = f"({invocation} OR {step}) AND ({span_sql})"
+    if not every:
+        chosen = " OR ".join(
+            f"({selection.span_sql()} AND {selection.sql()})" for selection in selections
         )
+        spans_where += (
+            f" AND TraceId IN (SELECT TraceId FROM {table} WHERE {invocation} AND ({chosen}))"
+        )
+    flags = ", ".join(f"toUInt8({selection.sql()})" for selection in selections)
     tokens = (
         f"if({kind} = 'model', toInt64OrZero(SpanAttributes[{literal(name)}]), 0)"
         for name in (sc.GEN_AI_USAGE_INPUT_TOKENS, sc.GEN_AI_USAGE_OUTPUT_TOKENS)
     )
     input_tokens, output_tokens = tokens
-    keep = "selected" if not selection.empty else "(selected OR NOT has_invocation)"
+    keep = "has_invocation" if not every else "1"
+    sep = literal(_SEP)
     return f"""
 SELECT
-    TraceId, run_id,
     max(is_invocation) AS has_invocation,
-    maxIf(is_selected, is_invocation) AS selected,
+    anyIf(side_flags, is_invocation) AS run_sides,
+    if(has_invocation, arrayFilter(i -> run_sides[i] = 1, arrayEnumerate(run_sides)), [1])
+        AS sides,
     anyIf(group_values, is_invocation) AS run_group,
     anyIf(outcome, is_invocation) AS run_outcome,
     anyIf(category, is_invocation) AS run_category,
     anyIf(Duration, is_invocation) AS run_duration,
     countIf(is_invocation) AS invocations,
     countIf(NOT is_invocation) AS step_rows,
-    arraySort(groupUniqArrayIf(
-        (start_ns, SpanId, step_kind, layer_name, outcome, category, Duration,
-         input_tokens, output_tokens),
-        NOT is_invocation)) AS steps
+    arraySort(groupArrayIf(
+        (start_ns, span_hash, layer_key, Duration, input_tokens, output_tokens),
+        NOT is_invocation)) AS sorted_steps,
+    arrayFilter((s, previous) -> s.2 != previous, sorted_steps,
+        arrayPushFront(arrayPopBack(arrayMap(s -> s.2, sorted_steps)), toUInt64(0))) AS steps
 FROM (
     SELECT
-        TraceId, SpanId, Duration,
+        Duration,
         {invocation} AS is_invocation,
-        if(is_invocation, if({invocation_id} != '', {invocation_id}, SpanId), {invocation_id})
-            AS run_id,
-        {selection.sql()} AS is_selected,
+        cityHash64(TraceId, if(is_invocation,
+            if({invocation_id} != '', {invocation_id}, SpanId), {invocation_id})) AS run_key,
+        cityHash64(SpanId) AS span_hash,
+        if(is_invocation, [{flags}], []) AS side_flags,
         if(is_invocation, {_group_values(group_by)}, []) AS group_values,
         toUnixTimestamp64Nano(Timestamp) AS start_ns,
-        {kind} AS step_kind,
-        {_layer_name()} AS layer_name,
         {_outcome()} AS outcome,
         {_error_category()} AS category,
+        if(is_invocation, '',
+            concat({kind}, {sep}, {_layer_name()}, {sep}, outcome, {sep}, category)) AS layer_key,
         {input_tokens} AS input_tokens,
         {output_tokens} AS output_tokens
     FROM {table}
     WHERE {spans_where}
 )
-GROUP BY TraceId, run_id
-HAVING {keep}"""
+GROUP BY run_key
+HAVING {keep} AND notEmpty(sides)"""
 
 
-def summary_sql(table: str, selection: Selection, group_by: Sequence[str]) -> str:
-    """Per group, how many runs have each figure (and layers each span's)."""
-    sep = literal(_SEP)
-    figures = ", ".join(
-        f"('{name}', '', {quantized(value)})"
-        for name, value in (
-            ("latency_ms", "run_duration / 1e6"),
-            ("input_tokens", "input_sum"),
-            ("output_tokens", "output_sum"),
-            ("tokens", "input_sum + output_sum"),
-            ("model_calls", "model_calls"),
-            ("tool_calls", "tool_calls"),
-        )
-    )
-    return f"""
-SELECT run_group, metric, key, value, n FROM (
-    SELECT run_group, figure.1 AS metric, figure.2 AS key, figure.3 AS value, count() AS n
-    FROM (
-        SELECT *,
-            arrayMap(s -> s.3, steps) AS kinds,
-            arrayMap(s -> concat(s.3, ':', s.4), arrayFilter(s -> s.3 != 'model', steps)) AS names,
-            arrayFilter((p, i) -> i = 1 OR p != names[i - 1], names, arrayEnumerate(names))
-                AS path,
-            countEqual(kinds, 'model') AS model_calls,
-            countEqual(kinds, 'tool') AS tool_calls,
-            arraySum(arrayMap(s -> s.8, steps)) AS input_sum,
-            arraySum(arrayMap(s -> s.9, steps)) AS output_sum,
-            arrayDistinct(arrayFilter(c -> c != '',
-                arrayConcat([run_category], arrayMap(s -> s.6, steps)))) AS categories,
-            toFloat64(invocations - 1 + step_rows - length(steps)) AS duplicates
-        FROM ({runs_sql(table, selection, group_by)})
-    )
-    ARRAY JOIN if(has_invocation,
-        arrayConcat(
-            [('outcome', if(run_outcome != '', run_outcome, 'ok'), 0.),
-             {figures},
-             ('path', arrayStringConcat(path, {sep}), 0.),
-             ('spans', '', toFloat64(length(steps) + 1)),
-             ('duplicates', '', duplicates)],
-            arrayMap(c -> ('error', c, 0.), categories),
-            arrayMap(s -> ('layer', concat(s.3, {sep}, s.4, {sep}, s.5, {sep}, s.6),
-                {quantized("s.7 / 1e6")}), steps)),
-        [('unattached', '', toFloat64(length(steps))),
-         ('duplicates', '', duplicates),
-         ('spans', '', toFloat64(length(steps)))]) AS figure
-    GROUP BY run_group, metric, key, value
+def _counts(keys: str, where: str = "has_invocation") -> str:
+    """SQL: per group, how many of the runs (``where``) have each of ``keys``."""
+    return f"sumMapIf({keys}, arrayMap(k -> toUInt64(1), {keys}), {where})"
+
+
+FIGURES = (
+    ("latency_ms", "run_duration / 1e6"),
+    ("input_tokens", "input_sum"),
+    ("output_tokens", "output_sum"),
+    ("tokens", "input_sum + output_sum"),
+    ("model_calls", "model_calls"),
+    ("tool_calls", "tool_calls"),
 )
-ORDER BY metric = 'path' DESC, n DESC, key
-LIMIT {MAX_PATHS} BY run_group, if(metric = 'path', 'path', concat(metric, key, toString(value)))
+
+
+def summary_sql(table: str, selections: Sequence[Selection], group_by: Sequence[str]) -> str:
+    """A row per group: how many runs have each figure (latency and tokens on
+    the 1 % grid), each outcome, error category and path, and how many spans
+    each layer's outcome, error and latency."""
+    sep = literal(_SEP)
+    figures = ",\n    ".join(
+        f"{_counts(f'[{quantized(value)}]')} AS {name}" for name, value in FIGURES
+    )
+    layer = f"concat(s.3, {sep}, toString({quantized('s.4 / 1e6')}))"
+    return f"""
+SELECT
+    side,
+    run_group,
+    countIf(has_invocation) AS runs,
+    sumIf(length(steps), NOT has_invocation) AS unattached,
+    sum(invocations + step_rows - length(steps) - has_invocation) AS duplicates,
+    sum(length(steps) + has_invocation) AS spans,
+    {_counts("[if(run_outcome != '', run_outcome, 'ok')]")} AS outcomes,
+    {_counts("categories")} AS errors,
+    {figures},
+    {_counts(f"[arrayStringConcat(path, {sep})]")} AS paths,
+    {_counts(f"arrayMap(s -> {layer}, steps)")} AS layers
+FROM (
+    SELECT *,
+        arrayMap(s -> splitByChar({sep}, s.3), steps) AS parts,
+        arrayMap(p -> p[1], parts) AS kinds,
+        arrayMap(p -> concat(p[1], ':', p[2]), arrayFilter(p -> p[1] != 'model', parts))
+            AS names,
+        arrayFilter((p, i) -> i = 1 OR p != names[i - 1], names, arrayEnumerate(names)) AS path,
+        countEqual(kinds, 'model') AS model_calls,
+        countEqual(kinds, 'tool') AS tool_calls,
+        arraySum(arrayMap(s -> s.5, steps)) AS input_sum,
+        arraySum(arrayMap(s -> s.6, steps)) AS output_sum,
+        arrayDistinct(arrayFilter(c -> c != '',
+            arrayConcat([run_category], arrayMap(p -> p[4], parts)))) AS categories
+    FROM ({runs_sql(table, selections, group_by)})
+)
+ARRAY JOIN sides AS side
+GROUP BY side, run_group
 """
 
 
@@ -215,61 +241,83 @@ def summarize_store(
     store: Store, selection: Selection, group_by: Sequence[str] = (), *, source: str = ""
 ) -> Summary:
     """The :class:`Summary` of the selected runs in ``store``."""
-    from ..comparisons.runs import GroupSummary
+    return summarize_sides(store, [selection], group_by, sources=[source])[0]
 
+
+def summarize_sides(
+    store: Store,
+    selections: Sequence[Selection],
+    group_by: Sequence[str] = (),
+    *,
+    sources: Sequence[str] = (),
+) -> list[Summary]:
+    """A :class:`Summary` per selection (a run in two selections counts in
+    both), from one scan of the table."""
     table = spans.checked_table(store)
     group_by = tuple(group_by)
-    summary = Summary(group_by=group_by, source=source)
+    labels = list(sources) or [""] * len(selections)
+    summaries = [Summary(group_by=group_by, source=label) for label in labels]
     keys: dict[tuple[str, ...], tuple[tuple[str, str], ...]] = {}
-    rows = store.rows(summary_sql(table, selection, group_by) + f" LIMIT {MAX_ROWS + 1}")
-    if len(rows) > MAX_ROWS:
+    sql = summary_sql(table, selections, group_by)
+    rows = store.rows(
+        f"{sql}LIMIT {MAX_GROUPS + 1} SETTINGS max_bytes_before_external_group_by = {SPILL_BYTES}"
+    )
+    if len(rows) > MAX_GROUPS:
         raise StoreError(
-            f"{source}: more than {MAX_ROWS} distinct values per group; group by "
-            "an attribute with fewer values"
+            f"{labels[0] or store.location}: more than {MAX_GROUPS} groups; group by "
+            "attributes with fewer values"
         )
-    path_runs: dict[tuple[tuple[str, str], ...], int] = {}
-    for values, metric, key, value, count in rows:
-        count = int(count)
-        if metric in ("unattached", "duplicates", "spans"):
-            total = int(float(value)) * count
-            if metric == "unattached":
-                summary.unattached_spans += total
-            elif metric == "duplicates":
-                summary.duplicate_spans += total
-            else:
-                summary.spans += total
+    for row in rows:
+        side, values, runs, unattached, duplicates, spans_read = row[:6]
+        summary = summaries[int(side) - 1]
+        summary.unattached_spans += int(unattached)
+        summary.duplicate_spans += int(duplicates)
+        summary.spans += int(spans_read)
+        if not int(runs):
             continue
         names = tuple(values)
-        group_key = keys.get(names)
-        if group_key is None:
-            group_key = (("adk.app.name", names[0]), *zip(group_by, names[1:], strict=True))
-            keys[names] = group_key
-        group = summary.groups.setdefault(group_key, GroupSummary())
-        if metric == "outcome":
-            group.runs += count
-            group.outcomes[key] += count
-        elif metric == "error":
-            group.error_runs[key] += count
-        elif metric == "path":
-            path = tuple(key.split(_SEP)) if key else ()
-            group.paths[path] += count
-            path_runs[group_key] = path_runs.get(group_key, 0) + count
-        elif metric == "layer":
-            kind, name, outcome, error = key.split(_SEP)
-            stats = group.layer(kind, name)
-            stats.spans += count
-            stats.outcomes[outcome or "ok"] += count
-            if error:
-                stats.errors[error] += count
-            stats.latency_ms.add(float(value), count)
-        else:
-            getattr(group, metric).add(float(value), count)
-    for group_key, group in summary.groups.items():
-        other = group.runs - path_runs.get(group_key, 0)
-        if other > 0:  # paths beyond the commonest MAX_PATHS
-            group.paths[OTHER_PATH] += other
-    _add_evaluations(store, table, selection, group_by, summary, keys)
-    return summary
+        group_key = keys.setdefault(
+            names, (("adk.app.name", names[0]), *zip(group_by, names[1:], strict=True))
+        )
+        _fold(summary.groups.setdefault(group_key, GroupSummary()), int(runs), row[6:])
+    for summary, selection in zip(summaries, selections, strict=True):
+        _add_evaluations(store, table, selection, group_by, summary, keys)
+    return summaries
+
+
+def _fold(group: GroupSummary, runs: int, columns: list[Any]) -> None:
+    """One group's counts (a row of :func:`summary_sql`) into its summary."""
+    outcomes, errors, *figures = columns[: 2 + len(FIGURES)]
+    paths, layers = columns[2 + len(FIGURES) :]
+    group.runs += runs
+    for key, count in _pairs(outcomes):
+        group.outcomes[key] += count
+    for key, count in _pairs(errors):
+        group.error_runs[key] += count
+    for (name, _), pairs in zip(FIGURES, figures, strict=True):
+        distribution = getattr(group, name)
+        for value, count in _pairs(pairs):
+            distribution.add(float(value), count)
+    kept = sorted(_pairs(paths), key=lambda pair: (-pair[1], pair[0]))
+    for key, count in kept[:MAX_PATHS]:
+        group.paths[tuple(key.split(_SEP)) if key else ()] += count
+    other = sum(count for _, count in kept[MAX_PATHS:])
+    if other:  # paths beyond the commonest MAX_PATHS
+        group.paths[OTHER_PATH] += other
+    for key, count in _pairs(layers):
+        kind, name, outcome, error, latency = key.split(_SEP)
+        stats = group.layer(kind, name)
+        stats.spans += count
+        stats.outcomes[outcome or "ok"] += count
+        if error:
+            stats.errors[error] += count
+        stats.latency_ms.add(float(latency), count)
+
+
+def _pairs(column: list[list[Any]]) -> list[tuple[Any, int]]:
+    """A ``sumMap`` result (keys, counts) as pairs."""
+    keys, counts = column
+    return [(key, int(count)) for key, count in zip(keys, counts, strict=True)]
 
 
 def _add_evaluations(
@@ -313,4 +361,4 @@ def _add_evaluations(
         add_to_tally(summary.eval_cases, result)
 
 
-__all__ = ["attribute", "runs_sql", "summarize_store", "summary_sql"]
+__all__ = ["attribute", "runs_sql", "summarize_sides", "summarize_store", "summary_sql"]
