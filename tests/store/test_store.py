@@ -81,6 +81,7 @@ def mixed_runs(seed: int) -> list[SpanRecord]:
     rng = random.Random(seed)
     records = runs(rng, 150, Shape(error_rate=0.2, conversation=True))
     records += runs(rng, 60, Shape(app="other", extra_tool_call=True, token_scale=2))
+    records += runs(rng, 20, Shape(latency_ms=120.0))  # kept exact below 128, not on the grid
     records = evaluated(records, "match", "pass")
     return with_resource(records + records[:40], **{"service.version": "1.4"})
 
@@ -102,9 +103,9 @@ def test_the_engine_summarizes_the_runs_as_the_file_path_does(store: str) -> Non
         from_files = summarize(records, group_by)
         with engine.open_store(store) as opened:
             from_store = summarize_store(opened, Selection(), group_by)
-        assert from_files.runs == 210
+        assert from_files.runs == 230
         assert from_store.duplicate_spans == from_files.duplicate_spans == 40
-        assert sum(g.evaluations["match"].results for g in from_store.groups.values()) == 210
+        assert sum(g.evaluations["match"].results for g in from_store.groups.values()) == 230
         assert normalized(from_store) == normalized(from_files)
 
 
@@ -179,6 +180,9 @@ def test_selections_are_pushed_into_the_query(store: str) -> None:
         assert count(Selection.parse("service.version=1,service.version=2")) == 50
         assert count(Selection.parse("until=2023-11-15")) == 20
         assert count(Selection.parse("since=2023-11-15")) == 30
+        # every early run starts at 1,700,000,000 s exactly: since is inclusive, until is not
+        assert count(Selection.parse("since=2023-11-14T22:13:20+00:00")) == 50
+        assert count(Selection.parse("until=2023-11-14T22:13:20+00:00")) == 0
         assert count(Selection.build(services=["elsewhere"])) == 0
         trace = early[0].trace_id
         assert count(Selection.build(trace_ids=[trace])) == 1
@@ -212,8 +216,14 @@ def test_a_missing_table_or_another_schema_is_refused(tmp_path: Path, capsys) ->
             "CREATE TABLE default.otel_traces (TraceId String, Duration Int64) "
             "ENGINE = MergeTree ORDER BY TraceId"
         )
+        ddl = schema.CREATE_TABLE.format(table="default.old").replace(
+            "Duration UInt64", "Duration Int64"
+        )
+        opened.command(ddl)
     code, _, err = run(capsys, "summarize", source)
     assert code == 2 and "is not the exporter's traces table" in err and err.count("\n") == 1
+    code, _, err = run(capsys, "summarize", source + "?table=old")
+    assert code == 2 and "has Duration as Int64, expected UInt64" in err
     code, _, err = run(capsys, "summarize", source + "?table=spans")
     assert code == 2 and "no table default.spans" in err
 

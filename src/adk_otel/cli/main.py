@@ -9,6 +9,8 @@
     adk-otel summarize traces/ -o baseline.summary.json
     adk-otel compare baseline.summary.json traces/ --fail-on any   # docs/compare.md
     adk-otel evalset traces/ --where outcome=error -o bad-runs.evalset.json  # ADK eval cases
+    adk-otel load traces/ --into chdb:store/    # into an embedded ClickHouse store
+    adk-otel compare chdb:store/ --baseline service.version=1.4 --candidate service.version=1.5
     adk-otel demo [ARGS...]                     # run the bundled demo app
 
 ``FILE`` is OTLP JSON as the OpenTelemetry Collector's ``file`` exporter (or

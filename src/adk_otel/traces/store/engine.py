@@ -101,6 +101,9 @@ class Store(Protocol):
     """What the queries need of an engine."""
 
     location: Location
+    aggregation_settings: str
+    """SETTINGS for the one heavy query (a run's state per run): how this
+    engine keeps its memory bounded."""
 
     def rows(self, sql: str) -> list[list[Any]]:
         """The result, a list per row (JSON values)."""
@@ -134,6 +137,11 @@ def _engine_message(raw: str) -> str:
 
 class ChdbStore:
     """An embedded store: a directory of ClickHouse data, queried in-process."""
+
+    aggregation_settings = "max_threads = 1, max_bytes_before_external_group_by = 100000000"
+    """In-process, on a user's machine: one thread (each thread holds its own
+    per-run state before they merge, which doubles the peak on two cores for
+    little gain in time), per-run state spilled to disk past 100 MB."""
 
     def __init__(self, location: Location, *, create: bool = False) -> None:
         try:
@@ -177,6 +185,9 @@ class ChdbStore:
 
 class ServerStore:
     """A ClickHouse server over HTTP(S), through clickhouse-connect."""
+
+    aggregation_settings = "max_bytes_before_external_group_by = 200000000"
+    """A server's own threads; per-run state spilled to disk past 200 MB."""
 
     def __init__(self, location: Location, *, timeout: float = 30.0) -> None:
         try:

@@ -35,9 +35,6 @@ from .selection import Selection, attribute, invocation_sql, literal
 
 _GRID = math.log(1.01)
 _SEP = "\x1f"
-SPILL_BYTES = 200_000_000
-"""Past this much per-run state the engine spills it to disk (ClickHouse's
-external aggregation): the store's size never sets the memory."""
 MAX_GROUPS = 10_000
 """Groups a summary may hold: more means a ``--group-by`` attribute with
 about a value per run, which no comparison can judge: refused."""
@@ -259,9 +256,7 @@ def summarize_sides(
     summaries = [Summary(group_by=group_by, source=label) for label in labels]
     keys: dict[tuple[str, ...], tuple[tuple[str, str], ...]] = {}
     sql = summary_sql(table, selections, group_by)
-    rows = store.rows(
-        f"{sql}LIMIT {MAX_GROUPS + 1} SETTINGS max_bytes_before_external_group_by = {SPILL_BYTES}"
-    )
+    rows = store.rows(f"{sql}LIMIT {MAX_GROUPS + 1} SETTINGS {store.aggregation_settings}")
     if len(rows) > MAX_GROUPS:
         raise StoreError(
             f"{labels[0] or store.location}: more than {MAX_GROUPS} groups; group by "
