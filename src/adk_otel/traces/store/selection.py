@@ -107,9 +107,9 @@ class Selection:
         for value in ids:
             if not _TRACE_ID.fullmatch(value):
                 raise SelectionError(f"trace id {value!r}: a trace id is 32 hex digits")
-        for key, value in (("since", since), ("until", until)):
-            if value is not None and f"{key}={value}" not in words:
-                words.append(f"{key}={value}")
+        for name, bound in (("since", since), ("until", until)):
+            if bound is not None and f"{name}={bound}" not in words:
+                words.append(f"{name}={bound}")
         since_ns = _nanoseconds(since, "since") if since is not None else None
         until_ns = _nanoseconds(until, "until") if until is not None else None
         if since_ns is not None and until_ns is not None and until_ns <= since_ns:
