@@ -127,7 +127,10 @@ def runs_sql(table: str, selections: Sequence[Selection], group_by: Sequence[str
             f"({selection.span_sql()} AND {selection.sql()})" for selection in selections
         )
         spans_where += (
-            f" AND TraceId IN (SELECT TraceId FROM {table} WHERE {invocation} AND ({chosen}))"
+            # By the trace id's hash: a set of 8-byte numbers, not of strings. A trace
+            # let in by a collision has no selected run, so none of it is counted.
+            f" AND cityHash64(TraceId) IN (SELECT cityHash64(TraceId) FROM {table} "
+            f"WHERE {invocation} AND ({chosen}))"
         )
     flags = ", ".join(f"toUInt8({selection.sql()})" for selection in selections)
     tokens = (
@@ -275,8 +278,12 @@ def summarize_sides(
             names, (("adk.app.name", names[0]), *zip(group_by, names[1:], strict=True))
         )
         _fold(summary.groups.setdefault(group_key, GroupSummary()), int(runs), row[6:])
-    for summary, selection in zip(summaries, selections, strict=True):
-        _add_evaluations(store, table, selection, group_by, summary, keys)
+    event = literal(sc.GEN_AI_EVALUATION_RESULT_EVENT)
+    # Only the events' names are read to know whether any span carries a result.
+    evaluated = store.rows(f"SELECT count() FROM {table} WHERE has(`Events.Name`, {event})")
+    if int(evaluated[0][0]):
+        for summary, selection in zip(summaries, selections, strict=True):
+            _add_evaluations(store, table, selection, group_by, summary, keys)
     return summaries
 
 
