@@ -588,3 +588,16 @@ def test_writing_an_eval_set_imports_no_adk(traces) -> None:
         check=True,
     )
     assert done.stdout.splitlines()[-1] == "0 []"
+
+
+def test_a_clickhouse_store_gives_the_same_eval_set(traces, tmp_path, capsys) -> None:
+    """The runs loaded into an embedded store (the Collector exporter's table:
+    attributes as strings) make the same cases as the file they came from."""
+    store = f"chdb:{tmp_path / 'store'}"
+    assert main(["load", str(traces), "--into", store]) == 0
+    capsys.readouterr()
+    for argv in (["--per", "invocation"], ["--where", "outcome=error"], []):
+        from_file = run(capsys, str(traces), *argv)
+        assert from_file[0] == 0, from_file[2]
+        assert run(capsys, store, *argv) == from_file
+    assert run(capsys, store, "--service", "elsewhere")[0] == 2

@@ -18,7 +18,7 @@ from .conftest import CONFIG_DIR, load_yaml
 ACCEPTED = {
     "receivers": {"otlp"},
     "processors": {"memory_limiter", "batch", "tail_sampling"},
-    "exporters": {"otlp_grpc", "otlp_http", "debug", "file", "load_balancing"},
+    "exporters": {"otlp_grpc", "otlp_http", "debug", "file", "load_balancing", "clickhouse"},
     "extensions": {"health_check"},
 }
 REFUSED = {
@@ -53,7 +53,7 @@ def test_everything_used_is_defined_and_everything_defined_is_used(
         used = {component for pipeline in pipelines.values() for component in pipeline[kind]}
         assert used == set(collector_config[kind]), kind
     assert set(collector_config["service"]["extensions"]) == set(collector_config["extensions"])
-    assert set(pipelines) == {"traces", "traces/file", "logs"}
+    assert set(pipelines) == {"traces", "traces/file", "traces/clickhouse", "logs"}
 
 
 def test_component_names_are_accepted_by_the_pinned_release(

@@ -11,10 +11,22 @@ from typing import Any
 
 from .conftest import COMPOSE_FILE, CONFIG_DIR, REPO, interpolate, load_yaml
 
-EXPECTED_SERVICES = {"otel-collector", "otel-collector-health", "jaeger", "tempo", "grafana"}
-PUBLISHED = {"otel-collector": {4317, 4318}, "jaeger": {16686}, "grafana": {3000}}
+EXPECTED_SERVICES = {
+    "otel-collector",
+    "otel-collector-health",
+    "jaeger",
+    "tempo",
+    "grafana",
+    "clickhouse",
+}
+PUBLISHED = {
+    "otel-collector": {4317, 4318},
+    "jaeger": {16686},
+    "grafana": {3000},
+    "clickhouse": {8123},
+}
 OUTPUT_DIRS = {"./otel-output"}  # written by the stack, not shipped
-VERSION_TAG = re.compile(r"^\d+\.\d+\.\d+$")
+VERSION_TAG = re.compile(r"^\d+\.\d+\.\d+(\.\d+)?$")  # ClickHouse's tags have a build number
 # Any network use by the validator must fail fast instead of leaving the machine.
 OFFLINE = {"HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9", "NO_PROXY": ""}
 
@@ -94,12 +106,15 @@ def test_every_service_reports_health(compose: dict[str, Any]) -> None:
 
 def test_start_order_waits_for_healthy_backends(compose: dict[str, Any]) -> None:
     services = compose["services"]
-    for name in ("otel-collector", "grafana"):
-        depends = services[name]["depends_on"]
-        assert depends == {
-            "jaeger": {"condition": "service_healthy"},
-            "tempo": {"condition": "service_healthy"},
-        }, name
+    backends = {
+        "jaeger": {"condition": "service_healthy"},
+        "tempo": {"condition": "service_healthy"},
+    }
+    assert services["grafana"]["depends_on"] == backends
+    assert services["otel-collector"]["depends_on"] == {
+        **backends,
+        "clickhouse": {"condition": "service_healthy"},
+    }
 
 
 def bind_mounts(compose: dict[str, Any]) -> dict[str, tuple[str, str]]:

@@ -21,11 +21,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..traces.comparisons import summary_file
 from ..traces.comparisons.compare_report import render_summary
-from ..traces.comparisons.regression import Regression, compare, summarize_files
+from ..traces.comparisons.regression import Regression, Source, compare, summarize_files
 from ..traces.comparisons.summary_file import dumps
 from ..traces.io.limits import ReadLimits
 from ..traces.io.otlp_json import OtlpJsonError
+from . import store
+from .store import Selection, StoreError, is_store
 
 EPILOG = """Rules (--fail-on, repeatable):
   errors[=+N%]    an error rate up (runs, an error category, an agent/model/tool),
@@ -68,6 +71,7 @@ def add_commands(commands: Any, limit_arguments: Callable[[argparse.ArgumentPars
         "--format", choices=("text", "markdown", "json"), default="text", help="report format"
     )
     _group_by(summarize)
+    store.add_selection_arguments(summarize)
     limit_arguments(summarize)
     compare_parser = commands.add_parser(
         "compare",
@@ -75,8 +79,16 @@ def add_commands(commands: Any, limit_arguments: Callable[[argparse.ArgumentPars
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    compare_parser.add_argument("baseline", metavar="BASELINE", help="trace files or a summary")
-    compare_parser.add_argument("candidate", metavar="CANDIDATE", help="trace files or a summary")
+    compare_parser.add_argument(
+        "baseline", metavar="BASELINE", help="trace files, a summary, or a ClickHouse store"
+    )
+    compare_parser.add_argument(
+        "candidate",
+        metavar="CANDIDATE",
+        nargs="?",
+        help="trace files, a summary, or a store (without: BASELINE is a store, and "
+        "--baseline and --candidate select each side's runs in it)",
+    )
     compare_parser.add_argument(
         "--fail-on", action="append", default=[], metavar="RULE", help="a gate (see below)"
     )
@@ -87,6 +99,7 @@ def add_commands(commands: Any, limit_arguments: Callable[[argparse.ArgumentPars
         "--format", choices=("text", "markdown", "json"), default="text", help="report format"
     )
     _group_by(compare_parser)
+    store.add_selection_arguments(compare_parser, sides=True)
     limit_arguments(compare_parser)
     compare_parser.add_argument(
         "--color",
@@ -107,7 +120,14 @@ def _group_by(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_summarize(args: argparse.Namespace, limits: ReadLimits) -> tuple[int, str]:
-    summary = summarize_files(args.files, args.group_by or (), limits=limits)
+    stores = [name for name in args.files if is_store(name)]
+    if stores and len(args.files) > 1:
+        raise StoreError(f"{stores[0]}: a store is read alone, not with other inputs")
+    if stores:
+        summary = store.summary(stores[0], store.selection_of(args), args.group_by or ())
+    else:
+        _no_selection(args)
+        summary = summarize_files(args.files, args.group_by or (), limits=limits)
     if args.output:
         output = Path(args.output)
         try:
@@ -117,10 +137,73 @@ def cmd_summarize(args: argparse.Namespace, limits: ReadLimits) -> tuple[int, st
     return 0, render_summary(summary, args.format, args.output)
 
 
+def _no_selection(args: argparse.Namespace) -> None:
+    """Store selections given without a store are a mistake, not ignored."""
+    given = [
+        flag
+        for flag, value in (
+            ("--where", getattr(args, "where", None)),
+            ("--since", getattr(args, "since", None)),
+            ("--until", getattr(args, "until", None)),
+            ("--baseline", getattr(args, "baseline_selection", None)),
+            ("--candidate", getattr(args, "candidate_selection", None)),
+        )
+        if value
+    ]
+    if given:
+        raise StoreError(f"{given[0]} selects runs in a ClickHouse store; no store was given")
+
+
+def _sides(args: argparse.Namespace) -> tuple[Source, Source]:
+    """Each side as compare takes it: a store's side summarized by its engine."""
+    baseline, candidate = args.baseline, args.candidate
+    if candidate is None:
+        if not is_store(baseline):
+            raise StoreError(
+                "give BASELINE and CANDIDATE (or one store and --baseline/--candidate)"
+            )
+        candidate = baseline
+        if not (args.baseline_selection and args.candidate_selection):
+            raise StoreError(
+                f"{baseline}: comparing one store needs --baseline and --candidate selections"
+            )
+    if not (is_store(baseline) or is_store(candidate)):
+        _no_selection(args)
+        return baseline, candidate
+    group_by = args.group_by
+    if group_by is None:
+        for source in (baseline, candidate):
+            if not is_store(source) and summary_file.is_summary_file(source):
+                group_by = list(summary_file.load(source).group_by)
+                break
+    common = store.selection_of(args)
+    if baseline == candidate:  # one store, two selections: one scan
+        pair = [
+            common.merged(Selection.parse(own)) if own else common
+            for own in (args.baseline_selection, args.candidate_selection)
+        ]
+        base, cand = store.summaries(baseline, pair, group_by or ())
+        args.group_by = group_by or []
+        return base, cand
+    sides: list[Source] = []
+    for source, own in (
+        (baseline, args.baseline_selection),
+        (candidate, args.candidate_selection),
+    ):
+        if not is_store(source):
+            sides.append(source)
+            continue
+        chosen = common.merged(Selection.parse(own)) if own else common
+        sides.append(store.summary(source, chosen, group_by or ()))
+    args.group_by = group_by or []
+    return sides[0], sides[1]
+
+
 def cmd_compare(args: argparse.Namespace, color: bool, limits: ReadLimits) -> tuple[int, str]:
+    baseline, candidate = _sides(args)
     result: Regression = compare(
-        args.baseline,
-        args.candidate,
+        baseline,
+        candidate,
         fail_on=args.fail_on,
         alpha=args.alpha,
         group_by=args.group_by,

@@ -28,6 +28,7 @@ from ..traces.io.files import read_records
 from ..traces.io.limits import ReadLimits
 from ..traces.io.model import SpanRecord
 from ..traces.io.otlp_json import OtlpJsonError
+from . import store
 
 _TRACE_ID = re.compile(r"[0-9a-f]{32}")
 EPILOG = f"""Selection (--where KEY=VALUE, repeatable: a key again allows another value,
@@ -84,6 +85,7 @@ def add_command(commands: Any, limit_arguments: Callable[[argparse.ArgumentParse
         "--set-id", metavar="ID", help="the eval set id (default: from -o's name, else the app's)"
     )
     parser.add_argument("--description", metavar="TEXT", help="the eval set's description")
+    store.add_selection_arguments(parser, where=False)
     limit_arguments(parser)
 
 
@@ -139,6 +141,20 @@ def _read(args: argparse.Namespace, limits: ReadLimits) -> list[SpanRecord]:
         if not _TRACE_ID.fullmatch(value):
             raise build.EvalSetError(f"--trace-id {value!r}: a trace id is 32 hex digits")
     services = set(args.service or ())
+    stores = [name for name in args.files if store.is_store(name)]
+    if stores:
+        if len(args.files) > 1:
+            raise build.EvalSetError(f"{stores[0]}: a store is read alone, not with other inputs")
+        # The run conditions (--where) are checked on the runs; the rest is SQL.
+        kinds = ", ".join(f"'{kind}'" for kind in ("invocation", "agent", "tool", "node"))
+        found = store.records(
+            stores[0],
+            store.selection_of(args, where=False),
+            condition=f"SpanAttributes['adk.span.kind'] IN ({kinds}) OR "
+            "SpanAttributes['gen_ai.operation.name'] = 'invoke_workflow'",
+            limit=args.max_spans,
+        )
+        return [record for record in found if wanted(record)]
     files, _ = eval_set_results.split_inputs(args.files)
 
     def keep(record: SpanRecord) -> bool:

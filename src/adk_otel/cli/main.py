@@ -9,6 +9,8 @@
     adk-otel summarize traces/ -o baseline.summary.json
     adk-otel compare baseline.summary.json traces/ --fail-on any   # docs/compare.md
     adk-otel evalset traces/ --where outcome=error -o bad-runs.evalset.json  # ADK eval cases
+    adk-otel load traces/ --into chdb:store/    # into an embedded ClickHouse store
+    adk-otel compare chdb:store/ --baseline service.version=1.4 --candidate service.version=1.5
     adk-otel demo [ARGS...]                     # run the bundled demo app
 
 ``FILE`` is OTLP JSON as the OpenTelemetry Collector's ``file`` exporter (or
@@ -100,7 +102,7 @@ from ..traces.render import render_normalized, render_tree
 from ..traces.report_json import check_json, forest_json
 from ..util import sanitize
 from ..version import __version__
-from . import compare, evalset
+from . import compare, evalset, store
 
 PROG = "adk-otel"
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
@@ -315,6 +317,13 @@ def _read(args: argparse.Namespace, files: Sequence[str]) -> list[SpanRecord]:
             raise UsageError(f"--trace-id {value!r}: a trace id is 32 hex digits")
     services = set(args.service or ())
     limits = read_limits(args)
+    stores = [name for name in files if store.is_store(name)]
+    if stores:
+        if len(files) > 1:
+            raise UsageError(f"{stores[0]}: a store is read alone, not with other inputs")
+        return store.records(stores[0], store.selection_of(args), limit=args.max_spans)
+    if args.where or args.since or args.until:
+        raise UsageError("--where, --since and --until select runs in a ClickHouse store")
     if not trace_ids and not services:
         return read_records(files, limits=limits)
     read = 0
@@ -358,14 +367,16 @@ def _json(document: object) -> str:
 def cmd_tree(args: argparse.Namespace) -> tuple[int, str]:
     if args.normalized and args.format == "json":
         raise UsageError("--normalized is a text form; use it without --format json")
-    files, result_files = eval_set_results.split_inputs(args.files)
+    files, result_files = _split_inputs(args.files)
     forest = Forest(_read(args, files))
     if args.format == "json":
         return EXIT_OK, _json(forest_json(forest))
     _say_duplicates(forest)
     if args.normalized:
         return EXIT_OK, render_normalized(forest)
-    scores = evaluations.from_span_records(forest.records) + evaluations.read_files(expand(files))
+    scores = evaluations.from_span_records(forest.records)
+    if not any(store.is_store(name) for name in files):  # a store holds no log records
+        scores += evaluations.read_files(expand(files))
     if result_files:
         from_adk = eval_set_results.join(
             eval_set_results.read(result_files, limits=read_limits(args)), forest.records
@@ -373,6 +384,14 @@ def cmd_tree(args: argparse.Namespace) -> tuple[int, str]:
         scores += from_adk
         _say_unjoined(sum(result.trace_id is None for result in from_adk), args)
     return EXIT_OK, render_tree(forest, color=use_colour(args.color), evaluations=scores) + "\n"
+
+
+def _split_inputs(inputs: Sequence[str]) -> tuple[list[str], list[str]]:
+    """Trace inputs and ADK's eval set result files; a store is a trace input."""
+    if any(store.is_store(name) for name in inputs):
+        return list(inputs), []
+    files, results = eval_set_results.split_inputs(inputs)
+    return list(files), list(results)
 
 
 def _say_unjoined(count: int, args: argparse.Namespace) -> None:
@@ -402,7 +421,7 @@ def cmd_check(args: argparse.Namespace) -> tuple[int, str]:
         run_check([], spec)  # a malformed spec is reported whatever the traces hold
     except SpecError as exc:
         raise UsageError(f"{args.expect}: {exc}") from None
-    files, _ = eval_set_results.split_inputs(args.files)  # check reads the spans only
+    files, _ = _split_inputs(args.files)  # check reads the spans only
     records = _read(args, files)
     checked, failures, extra = run_check(records, spec)
     forest = Forest(records)
@@ -489,6 +508,7 @@ def _input_arguments(parser: argparse.ArgumentParser) -> None:
         default="text",
         help="text (default) or one JSON object, for machines (shape: docs/testing.md)",
     )
+    store.add_selection_arguments(parser)
     limit_arguments(parser, [name for name in NAMES if name != "spec"])
 
 
@@ -560,6 +580,9 @@ def build_parser() -> argparse.ArgumentParser:
     evalset.add_command(
         commands, lambda parser: limit_arguments(parser, [n for n in NAMES if n != "spec"])
     )
+    store.add_load_command(
+        commands, lambda parser: limit_arguments(parser, [n for n in NAMES if n != "spec"])
+    )
     commands.add_parser("demo", help="run the demo app (arguments are passed on)")
     for command in commands.choices.values():  # a bad argument gets its command's usage
         command.set_defaults(command_parser=command)
@@ -588,7 +611,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(exc.code or 0) if not isinstance(exc.code, str) else EXIT_BAD_INPUT
     try:
         code, output = _dispatch(args)
-    except (UsageError, OtlpJsonError, SpecError, OSError) as exc:
+    except (
+        UsageError,
+        OtlpJsonError,
+        SpecError,
+        OSError,
+        store.StoreError,
+        store.SelectionError,
+    ) as exc:
         _error(str(exc))
         return EXIT_BAD_INPUT
     except RecursionError:
@@ -617,6 +647,8 @@ def _dispatch(args: argparse.Namespace) -> tuple[int, str]:
         return compare.cmd_summarize(args, read_limits(args))
     if args.command == "compare":
         return compare.cmd_compare(args, use_colour(args.color), read_limits(args))
+    if args.command == "load":
+        return store.cmd_load(args, read_limits(args))
     if args.command == "evalset":
         try:
             return evalset.cmd_evalset(args, read_limits(args))
