@@ -109,6 +109,27 @@ def test_the_engine_summarizes_the_runs_as_the_file_path_does(store: str) -> Non
         assert normalized(from_store) == normalized(from_files)
 
 
+def test_usage_a_client_instrumentation_records_is_counted_as_the_file_path_counts_it(
+    store: str,
+) -> None:
+    """A model span whose inference a client instrumentation records carries its usage as
+    ``adk.usage.*``: the engine counts it, as the file path does, and as much as before."""
+    records = mixed_runs(11)
+    moved = sc.ROLLUP_USAGE
+    deferred = [
+        replace(r, attributes={moved.get(k, k): v for k, v in r.attributes.items()})
+        if r.attributes.get(sc.ADK_SPAN_KIND) == "model" and index % 2
+        else r
+        for index, r in enumerate(records)
+    ]
+    assert deferred != records
+    load(store, deferred)
+    with engine.open_store(store) as opened:
+        from_store = summarize_store(opened, Selection(), ())
+    assert normalized(from_store) == normalized(summarize(deferred, ()))
+    assert normalized(from_store) == normalized(summarize(records, ()))
+
+
 def write(path: Path, records: list[SpanRecord], **resource: str) -> Path:
     with open(path, "w", encoding="utf-8") as handle:
         for start in range(0, len(records), 100):

@@ -133,9 +133,15 @@ def runs_sql(table: str, selections: Sequence[Selection], group_by: Sequence[str
             f"WHERE {invocation} AND ({chosen}))"
         )
     flags = ", ".join(f"toUInt8({selection.sql()})" for selection in selections)
+    # adk.usage.* on a model span whose inference a client instrumentation records
+    # (as the file path reads it: comparisons/runs.py).
     tokens = (
-        f"if({kind} = 'model', toInt64OrZero(SpanAttributes[{literal(name)}]), 0)"
-        for name in (sc.GEN_AI_USAGE_INPUT_TOKENS, sc.GEN_AI_USAGE_OUTPUT_TOKENS)
+        f"if({kind} = 'model', toInt64OrZero(if(mapContains(SpanAttributes, {literal(name)}), "
+        f"SpanAttributes[{literal(name)}], SpanAttributes[{literal(own)}])), 0)"
+        for name, own in (
+            (sc.GEN_AI_USAGE_INPUT_TOKENS, sc.ADK_USAGE_INPUT_TOKENS),
+            (sc.GEN_AI_USAGE_OUTPUT_TOKENS, sc.ADK_USAGE_OUTPUT_TOKENS),
+        )
     )
     input_tokens, output_tokens = tokens
     keep = "has_invocation" if not every else "1"

@@ -28,6 +28,8 @@ _INTEGERS = frozenset(
     {
         sc.GEN_AI_USAGE_INPUT_TOKENS,
         sc.GEN_AI_USAGE_OUTPUT_TOKENS,
+        sc.ADK_USAGE_INPUT_TOKENS,
+        sc.ADK_USAGE_OUTPUT_TOKENS,
         sc.ADK_EVAL_INVOCATION_INDEX,
     }
 )
