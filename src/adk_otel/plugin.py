@@ -253,7 +253,7 @@ class AdkOtelPlugin(BasePlugin):
                 self._capture.put(
                     run.entry, sc.ADK_SESSION_STATE, attrs.session_state, invocation_context
                 )
-            elif self._devui is None:
+            elif self._devui is None and not run.entry.recording:
                 # Sampled out with nothing to record: the run's other hooks return at once.
                 run.quiet = runs.is_quiet(run, ledger)
         except Exception:
