@@ -39,6 +39,7 @@ Usage::
     python benchmarks/calls.py --update-budget  # record this release's counts
     python benchmarks/calls.py --trace single:adk_otel  # each own call of one invocation
     python benchmarks/calls.py --by-hook        # adk-otel's and lean's own calls, hook by hook
+    python benchmarks/calls.py --by-hook --sampled  # the same, sampled_0 and floor_sampled_0
 
 ``--trace`` lists the ``own`` calls of one invocation in order, ``caller ->
 callee``, so two tracers' work can be compared call by call (benchmarks/
@@ -68,7 +69,16 @@ from hooks import HOOKS  # this directory: the benchmark scripts run from it
 
 HERE = Path(__file__).resolve().parent
 BUDGET = HERE / "results" / "call_budget.json"
-CONFIGS = ("bare", "empty", "floor", "fair_floor", "lean", "adk_otel", "sampled_0")
+CONFIGS = (
+    "bare",
+    "empty",
+    "floor",
+    "fair_floor",
+    "lean",
+    "adk_otel",
+    "sampled_0",
+    "floor_sampled_0",
+)
 YARDSTICKS = ("empty", "floor", "fair_floor", "lean")
 WORKLOADS = ("single", "tool", "sequential")
 INVOCATIONS = 5
@@ -80,6 +90,14 @@ OPENING_HOOKS = (
 )
 """The hooks that open a span: what they leave allocated is what a span holds."""
 TRACERS = ("adk_otel", "floor", "fair_floor", "lean")
+GUARDED = {
+    "": ("adk_otel", "own"),
+    "blocks": ("adk_otel", "blocks"),
+    "sampled_0": ("sampled_0", "own"),
+}
+"""The budget's keys, ``<workload>`` or ``<workload>/<suffix>``, by suffix:
+which configuration's which count each holds (a sampled-out run's own calls
+on their own row, so a change that costs more there fails the guard too)."""
 """Plugin names whose span-opening hooks ``blocks`` measures."""
 SHARED = ("lifecycle/nodes.py", "pipeline/export.py", "lifecycle/runner.py")
 """adk-otel's files whose calls every configuration makes alike (``--trace``):
@@ -199,13 +217,14 @@ class HookCounter(CallCounter):
             self.rows[self._row(caller)] += 1
 
 
-def by_hook() -> dict[str, dict[str, dict[str, float]]]:
-    """Own calls per invocation, hook by hook: workload -> configuration -> row."""
+def by_hook(pair: tuple[str, str] = ("adk_otel", "lean")) -> dict[str, dict[str, dict[str, float]]]:
+    """Own calls per invocation, hook by hook: workload -> configuration -> row,
+    for ``pair`` (adk-otel's configuration, then the yardstick's)."""
     table: dict[str, dict[str, dict[str, float]]] = {}
     with _bench() as (bench, loop):
         for name in WORKLOADS:
             table[name] = {}
-            for config in ("adk_otel", "lean"):
+            for config in pair:
                 counter = HookCounter(bench.package_dir, bench.files)
                 bench.count(loop, name, config, counter=counter)
                 table[name][config] = {
@@ -214,20 +233,23 @@ def by_hook() -> dict[str, dict[str, dict[str, float]]]:
     return table
 
 
-def hook_markdown(table: dict[str, dict[str, dict[str, float]]]) -> str:
+def hook_markdown(
+    table: dict[str, dict[str, dict[str, float]]], pair: tuple[str, str] = ("adk_otel", "lean")
+) -> str:
+    ours, theirs = pair
     lines = [
-        "| hook | " + " | ".join(f"{name}: adk-otel / lean" for name in table) + " |",
+        "| hook | " + " | ".join(f"{name}: {ours} / {theirs}" for name in table) + " |",
         "|---|" + "---|" * len(table),
     ]
     for row in HOOK_ROWS:
         cells = [
-            f"{table[name]['adk_otel'].get(row, 0):g} / {table[name]['lean'].get(row, 0):g}"
+            f"{table[name][ours].get(row, 0):g} / {table[name][theirs].get(row, 0):g}"
             for name in table
         ]
         if any(cell != "0 / 0" for cell in cells):
             lines.append(f"| {row} | " + " | ".join(cells) + " |")
     totals = [
-        f"{sum(table[name]['adk_otel'].values()):g} / {sum(table[name]['lean'].values()):g}"
+        f"{sum(table[name][ours].values()):g} / {sum(table[name][theirs].values()):g}"
         for name in table
     ]
     lines.append("| **total** | " + " | ".join(totals) + " |")
@@ -291,6 +313,8 @@ class Bench:
                     adk_otel.instrument(runner, tracer_provider=self.provider)
                 elif config == "sampled_0":
                     adk_otel.instrument(runner, tracer_provider=self.sampled)
+                elif config == "floor_sampled_0":
+                    install_yardstick(runner, "floor", self.sampled, counts)
                 elif config in YARDSTICKS:
                     install_yardstick(runner, config, self.provider, counts)
                 self.runners[name, config] = runner
@@ -440,10 +464,12 @@ def check(table: dict[str, dict[str, dict[str, float]]], budget: dict[str, Any])
         ]
     problems = []
     for key, allowed in entry.items():
-        # "<workload>": adk-otel's own calls; "<workload>/blocks": blocks its open spans hold.
-        name, _, measure_name = key.partition("/")
-        measured = table[name]["adk_otel"][measure_name or "own"]
-        what = "memory blocks held by its open spans" if measure_name else "calls"
+        name, _, suffix = key.partition("/")
+        config, measure_name = GUARDED[suffix]
+        measured = table[name][config][measure_name]
+        what = "memory blocks held by its open spans" if measure_name == "blocks" else "calls"
+        if config != "adk_otel":
+            what += f" ({config})"
         if measured > allowed * MARGIN:
             problems.append(
                 f"{name}: adk-otel makes {measured:.0f} {what} per invocation, budget "
@@ -471,6 +497,11 @@ def main() -> None:
     action.add_argument(
         "--by-hook", action="store_true", help="adk-otel's and lean's own calls, hook by hook"
     )
+    parser.add_argument(
+        "--sampled",
+        action="store_true",
+        help="with --by-hook: sampled_0 against floor_sampled_0 instead",
+    )
     parser.add_argument("--json", type=Path, help="also write the table here")
     parser.add_argument("--budget", type=Path, default=BUDGET, help="the budget file")
     args = parser.parse_args()
@@ -487,8 +518,9 @@ def main() -> None:
         print(f"{len(calls)} own calls, {shared} of them shared by every tracer")
         return
     if args.by_hook:
-        hooks = by_hook()
-        print(hook_markdown(hooks))
+        pair = ("sampled_0", "floor_sampled_0") if args.sampled else ("adk_otel", "lean")
+        hooks = by_hook(pair)
+        print(hook_markdown(hooks, pair))
         _write_json(args.json, hooks)
         return
     table = measure()
@@ -496,10 +528,10 @@ def main() -> None:
     _write_json(args.json, table)
     budget = json.loads(args.budget.read_text()) if args.budget.exists() else {}
     if args.update_budget:
-        adk_otel = {name: table[name]["adk_otel"] for name in WORKLOADS}
         budget[release()] = {
-            **{name: row["own"] for name, row in adk_otel.items()},
-            **{f"{name}/blocks": row["blocks"] for name, row in adk_otel.items()},
+            (f"{name}/{suffix}" if suffix else name): table[name][config][measure_name]
+            for name in WORKLOADS
+            for suffix, (config, measure_name) in GUARDED.items()
         }
         args.budget.write_text(json.dumps(budget, indent=1, sort_keys=True) + "\n")
         print(f"budget for google-adk {release()} written to {args.budget}")

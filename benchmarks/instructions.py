@@ -31,7 +31,7 @@ Overhead = a configuration's instructions per invocation minus ``bare``'s,
 same round; the ratios are of those overheads, median over rounds.
 
 Usage: ``python benchmarks/instructions.py [--rounds 2] [--batch 10] [--configs floor,lean]
-[--pieces] [--json PATH]`` (Valgrind on the PATH; about 5 minutes for the default
+[--pieces] [--sampled] [--json PATH]`` (Valgrind on the PATH; about 5 minutes for the default
 configurations).
 """
 
@@ -54,6 +54,11 @@ from report import emit  # this directory: the benchmark scripts run from it
 
 HERE = Path(__file__).resolve().parent
 CONFIGS = ("bare", "adk", "adk_otel", "floor", "fair_floor", "lean")
+SAMPLED_OUT = ("sampled_0", "sampled_1pct", "floor_sampled_0", "sampled_0_metrics")
+"""``--sampled``: ``overhead.py``'s sampled-out configurations; adk-otel's
+sampled-out run (``sampled_0``) is read against ``floor_sampled_0``."""
+SAMPLED_OUT_TARGET = 1.2
+"""adk-otel's sampled-out overhead at most this many times the floor plugin's."""
 PIECES = ("attach", "deferred", "wrapper", "rollups", "outcomes", "reading", "runs")
 """``lean``'s pieces (``lean.PIECES``): ``--pieces`` adds a ``lean-<piece>``
 configuration for each, ``lean`` with that piece switched off, so what the
@@ -61,7 +66,7 @@ guarantee costs is what switching it off saves (``lean_profile.py``'s method).""
 WORKLOADS = ("single", "tool", "sequential")
 MARKER = "getloadavg"
 """The C library function ``os.getloadavg`` calls: callgrind dumps on entering it."""
-ORDER = CONFIGS + tuple(f"lean-{piece}" for piece in PIECES)
+ORDER = CONFIGS + SAMPLED_OUT + tuple(f"lean-{piece}" for piece in PIECES)
 TARGET = 1.5
 """The hot-path bound: adk-otel's overhead at most 1.5x ``floor``'s."""
 SPREAD = 0.05
@@ -80,7 +85,7 @@ def child(rounds: int, batch: int, configs: tuple[str, ...], phases_file: Path) 
     sys.path.insert(0, str(HERE))
     from overhead import Bench
 
-    bench = Bench(tuple(c for c in configs if c in CONFIGS))
+    bench = Bench(tuple(c for c in configs if c in CONFIGS + SAMPLED_OUT))
     import lean
 
     for config in configs:
@@ -198,6 +203,15 @@ def analyse(measured: list[dict[str, Any]]) -> dict[str, Any]:
             },
             "adk_otel_x_by_round": ratios,
         }
+        if "sampled_0" in overheads and "floor_sampled_0" in overheads:
+            sampled = [
+                a / b if b > 0 else None
+                for a, b in zip(overheads["sampled_0"], overheads["floor_sampled_0"], strict=True)
+            ]
+            table[name]["sampled_0_x_floor_sampled_0"] = statistics.median(
+                x for x in sampled if x is not None
+            )
+            table[name]["sampled_0_x_floor_sampled_0_by_round"] = sampled
     return {"rounds": len(rounds), "workloads": table}
 
 
@@ -228,7 +242,7 @@ def markdown(result: dict[str, Any]) -> str:
             )
     pieces = [
         c
-        for c in ORDER[len(CONFIGS) :]
+        for c in ORDER[len(CONFIGS) + len(SAMPLED_OUT) :]
         if any(c in r["overhead"] for r in result["workloads"].values())
     ]
     if pieces:
@@ -250,6 +264,17 @@ def markdown(result: dict[str, Any]) -> str:
         if ratio is not None:
             verdict = verdict_on(ratio)
             lines.append(f"\n{name}: adk-otel {ratio:.3f}x floor, target {TARGET}x: {verdict}")
+        sampled = row.get("sampled_0_x_floor_sampled_0")
+        if sampled is not None:
+            each = " / ".join(
+                f"{x:.3f}" if x is not None else "-"
+                for x in row["sampled_0_x_floor_sampled_0_by_round"]
+            )
+            verdict = "met" if sampled <= SAMPLED_OUT_TARGET else "missed"
+            lines.append(
+                f"{name}: adk-otel sampled out {sampled:.3f}x floor sampled out ({each}), "
+                f"target {SAMPLED_OUT_TARGET}x: {verdict}"
+            )
     return "\n".join(lines)
 
 
@@ -263,6 +288,9 @@ def main() -> None:
     parser.add_argument(
         "--pieces", action="store_true", help="also lean with each piece off (lean-<piece>)"
     )
+    parser.add_argument(
+        "--sampled", action="store_true", help="also the sampled-out configurations"
+    )
     parser.add_argument("--json", type=Path, help="also write the results here")
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -274,7 +302,10 @@ def main() -> None:
             parser.error(f"unknown configurations: {', '.join(sorted(unknown))}")
         configs = tuple(c for c in ORDER if c in asked)
     if args.pieces:
-        configs = tuple(dict.fromkeys((*configs, "floor", "lean", *ORDER[len(CONFIGS) :])))
+        pieces = ORDER[len(CONFIGS) + len(SAMPLED_OUT) :]
+        configs = tuple(dict.fromkeys((*configs, "floor", "lean", *pieces)))
+    if args.sampled:
+        configs = tuple(c for c in ORDER if c in {*configs, *SAMPLED_OUT})
     if args.child:
         child(args.rounds, args.batch, configs, args.child)
         return

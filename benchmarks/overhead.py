@@ -35,6 +35,12 @@ Configurations:
 * ``sampled_1pct`` / ``sampled_0``: adk-otel's default on a provider whose
   sampler keeps 1 % of traces / none (``parentbased_traceidratio``): what
   adk-otel costs for the traces a sampler drops.
+* ``floor_sampled_0``: the floor plugin on ``sampled_0``'s provider: the
+  yardstick of a sampled-out run (every span non-recording, one sampler
+  decision each).
+* ``sampled_0_metrics``: ``sampled_0`` with an SDK meter provider set (an
+  in-memory reader, never collected): minus ``sampled_0``, what the GenAI
+  metrics cost a run no span of which is recorded.
 
 Method. Everything runs in one process, so every configuration shares the
 interpreter, the memory layout and the garbage collector's state; separate
@@ -101,9 +107,13 @@ CONFIGS = (
     "empty",
     "sampled_1pct",
     "sampled_0",
+    "floor_sampled_0",
+    "sampled_0_metrics",
 )
 SAMPLED = {"sampled_1pct": 0.01, "sampled_0": 0.0}
 """Sampled configurations and the ratio of traces their provider keeps."""
+ON_SAMPLED = {"floor_sampled_0": "sampled_0", "sampled_0_metrics": "sampled_0"}
+"""Configurations on a sampled configuration's provider: which one."""
 ADK_SPANS_ON = {"adk", "adk_otel_keep"}
 WORKLOADS = ("single", "tool", "sequential")
 HERE = Path(__file__).resolve().parent
@@ -396,6 +406,15 @@ def _sampled_provider(ratio: float, exporter: Any) -> Any:
     return provider
 
 
+def _meter_provider() -> Any:
+    """An SDK meter provider whose reader is never collected: the metrics'
+    recording cost alone, no export."""
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+    return MeterProvider(metric_readers=[InMemoryMetricReader()])
+
+
 class Bench:
     """The global provider, ADK's scope switch, and one runner per configuration."""
 
@@ -418,6 +437,7 @@ class Bench:
 
         self.workloads = workloads
         self.sampled = {c: _sampled_provider(r, self.exporter) for c, r in SAMPLED.items()}
+        self.meter_provider = _meter_provider()
         self.runners: dict[tuple[str, str], Any] = {}
         self.attribute_counts = {
             name: _adk_otel_attribute_counts(workloads, name) for name in WORKLOADS
@@ -432,6 +452,15 @@ class Bench:
                 elif config in SAMPLED:
                     adk_otel.instrument(
                         runner, tracer_provider=self.sampled[config], keep_adk_spans=True
+                    )
+                elif config == "floor_sampled_0":
+                    install_yardstick(runner, "floor", self.sampled[ON_SAMPLED[config]], {})
+                elif config == "sampled_0_metrics":
+                    adk_otel.instrument(
+                        runner,
+                        tracer_provider=self.sampled[ON_SAMPLED[config]],
+                        meter_provider=self.meter_provider,
+                        keep_adk_spans=True,
                     )
                 elif config in YARDSTICKS:
                     install_yardstick(runner, config, self.provider, self.attribute_counts[name])
@@ -689,8 +718,36 @@ def targets(result: dict[str, Any], samples: dict[str, Any] | None = None) -> li
                 f"1 % sampled {sampled:.0f} µs = {_fmt(share)} of unsampled (target <= 0.25): "
                 f"{'met' if share is not None and share <= 0.25 else 'missed'}"
             )
+        parts += _sampled_out(table, name, cells)
         verdicts.append("; ".join(parts))
     return verdicts
+
+
+SAMPLED_OUT_TARGET = 1.2
+"""A sampled-out adk-otel run at most this many times the floor plugin's
+sampled-out run (``sampled_0`` x ``floor_sampled_0``)."""
+
+
+def _sampled_out(
+    table: dict[str, Any], name: str, cells: dict[str, list[float]] | None
+) -> list[str]:
+    """The sampled-out run against the floor plugin's, with its verdict, and
+    the metrics' own cost on it (``sampled_0_metrics`` minus ``sampled_0``)."""
+    parts = []
+    if f"sampled_0/{name}" in table and f"floor_sampled_0/{name}" in table:
+        ours = table[f"sampled_0/{name}"]["overhead_us"]["median"]
+        theirs = table[f"floor_sampled_0/{name}"]["overhead_us"]["median"]
+        ratio = ours / theirs if theirs > 0 else None
+        text = f"sampled out {ours:.0f} µs = {_fmt(ratio)} x floor_sampled_0"
+        if cells is not None:
+            bounds = ratio_bounds(cells["sampled_0"], cells["floor_sampled_0"], cells["bare"])
+            text += f" {_bounds_text(bounds)}: {verdict(SAMPLED_OUT_TARGET, bounds)}"
+        parts.append(text + f" (target <= {SAMPLED_OUT_TARGET})")
+    if f"sampled_0_metrics/{name}" in table and f"sampled_0/{name}" in table:
+        metered = table[f"sampled_0_metrics/{name}"]["overhead_us"]["median"]
+        ours = table[f"sampled_0/{name}"]["overhead_us"]["median"]
+        parts.append(f"metrics on a sampled-out run {metered - ours:.0f} µs")
+    return parts
 
 
 def main() -> None:

@@ -253,6 +253,9 @@ class AdkOtelPlugin(BasePlugin):
                 self._capture.put(
                     run.entry, sc.ADK_SESSION_STATE, attrs.session_state, invocation_context
                 )
+            elif self._devui is None and not run.entry.recording:
+                # Sampled out with nothing to record: the run's other hooks return at once.
+                run.quiet = runs.is_quiet(run, ledger)
         except Exception:
             self._guard.failed("before_run_callback")
 
@@ -352,6 +355,8 @@ class AdkOtelPlugin(BasePlugin):
     ) -> None:
         try:
             run = self._runs.latest(callback_context.invocation_id)
+            if run is not None and run.quiet:
+                return
             ledger = self._ledger
             if run is not None and run.transfers:
                 transfers.end_transferred(ledger, run, agent.name)
@@ -384,9 +389,11 @@ class AdkOtelPlugin(BasePlugin):
         self, *, agent: BaseAgent, callback_context: CallbackContext
     ) -> None:
         try:
+            entry, run = self._runs.pop_agent(callback_context.invocation_id, agent.name)
+            if entry is None and run is not None and run.quiet:
+                return
             ledger = self._ledger
             ledger.unwind()
-            entry, run = self._runs.pop_agent(callback_context.invocation_id, agent.name)
             if entry is None:
                 return
             if self._devui is not None:
@@ -405,9 +412,11 @@ class AdkOtelPlugin(BasePlugin):
         self, *, agent: BaseAgent, callback_context: CallbackContext, error: Exception
     ) -> None:
         try:
+            entry, run = self._runs.pop_agent(callback_context.invocation_id, agent.name)
+            if entry is None and run is not None and run.quiet:
+                return
             ledger = self._ledger
             ledger.unwind()
-            entry, run = self._runs.pop_agent(callback_context.invocation_id, agent.name)
             if entry is not None:
                 if self._devui is not None:
                     self._devui.release_under(entry)
@@ -437,6 +446,8 @@ class AdkOtelPlugin(BasePlugin):
     ) -> None:
         try:
             run = self._runs.latest(callback_context.invocation_id)
+            if run is not None and run.quiet:
+                return
             # No agent span for the caller (a workflow node): the run is its parent.
             parent = (
                 (run.innermost_agent(callback_context.agent_name) or run.entry)
@@ -546,6 +557,8 @@ class AdkOtelPlugin(BasePlugin):
     ) -> None:
         try:
             run = self._runs.latest(tool_context.invocation_id)
+            if run is not None and run.quiet:
+                return
             node = (
                 nodes.enclosing(trace.get_current_span())
                 if run is not None and run.nodes is not None

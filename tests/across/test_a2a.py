@@ -6,13 +6,18 @@ over OTLP to one receiver."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
 
 import pytest
 
 from adk_otel import semconv as sc
-from adk_otel.traces.io.model import SpanRecord
+from adk_otel.cli.demo_remote import Service, start_service
+from adk_otel.traces.io.model import SpanRecord, as_records
 
-from .conftest import Call, run_caller
+from .conftest import HERE, Call, otlp_env, run_caller
 
 CHAIN = [
     ("invocation shop", "INTERNAL", "shop"),
@@ -163,3 +168,51 @@ def test_an_unwrapped_meta_provider_is_named_in_a_warning(receiver, payments) ->
         receiver, payments.url, "charge 19.90 EUR", "--metadata", json.dumps({"tenant": "t-1"})
     )
     assert "with_trace_context" in call.stderr
+
+
+@pytest.fixture(scope="module")
+def recording_payments(receiver, tmp_path_factory) -> Iterator[Service]:
+    """The payments agent recording every run it serves (``always_on``), so a
+    sampled-out caller's trace context is seen arriving."""
+    log_path = tmp_path_factory.mktemp("recording") / "stderr.log"
+    env = {**otlp_env(receiver, "payments-service"), "OTEL_TRACES_SAMPLER": "always_on"}
+    with log_path.open("w") as log:
+        service = start_service(env, stderr=log)
+    yield service
+    assert service.stop() in (0, -15)
+    assert "Failed to detach context" not in log_path.read_text()
+
+
+def test_a_sampled_out_caller_still_carries_its_trace(receiver, recording_payments) -> None:
+    """A caller whose sampler drops the run (its agent hooks do nothing then)
+    still sends its trace context with the A2A request: the served run
+    continues the caller's trace under the caller's (unrecorded) span."""
+    receiver.clear()
+    done = subprocess.run(
+        [sys.executable, str(HERE / "caller.py"), recording_payments.url, "charge 19.90 EUR"],
+        env={
+            **os.environ,
+            **otlp_env(receiver, "shop"),
+            "OTEL_TRACES_SAMPLER": "parentbased_traceidratio",
+            "OTEL_TRACES_SAMPLER_ARG": "0",
+        },
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["error"] is None
+    assert report["open_spans"] == 0 and report["internal_errors"] == 0
+    assert report["current_span_left"] is False
+    assert "Failed to detach context" not in done.stderr
+
+    served = "invocation payments-service"
+    receiver.wait_for(lambda spans: served in {s.name for s in spans}, timeout=30)
+    spans = as_records(receiver.requests)
+    assert {service_of(s) for s in spans} == {"payments-service"}, "the caller records nothing"
+    (root,) = [s for s in spans if s.name == served]
+    assert root.kind == "SERVER"
+    assert root.parent_id is not None, "the served run continues the caller's trace"
+    assert root.parent_id not in {s.span_id for s in spans}
+    assert len({s.trace_id for s in spans}) == 1

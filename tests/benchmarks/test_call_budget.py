@@ -57,6 +57,31 @@ def test_the_guard_fails_when_open_spans_hold_more_memory(tmp_path):
 
 
 @pytest.mark.timeout(360)  # slow: 10-40 s on a loaded 2-core machine
+def test_the_guard_fails_when_a_sampled_out_run_costs_more(tmp_path):
+    """The recorded run within budget, the sampled-out run (``sampled_0``) not:
+    a change that costs a dropped trace more fails the guard too."""
+    from importlib.metadata import version
+
+    release = ".".join(version("google-adk").split(".")[:2])
+    roomy = {name: 100_000 for name in ("single", "tool", "sequential")}
+    budget = tmp_path / "budget.json"
+    budget.write_text(json.dumps({release: {**roomy, "sequential/sampled_0": 10}}))
+    done = _run("--check", "--budget", str(budget))
+    assert done.returncode == 1
+    assert "sequential: adk-otel makes" in done.stderr
+    assert "calls (sampled_0) per invocation, budget 10" in done.stderr
+    assert "single" not in done.stderr and "tool:" not in done.stderr
+
+
+def test_the_budget_holds_the_sampled_out_run_on_every_workload():
+    """Each release's entry guards the sampled-out run as well as the recorded one."""
+    budget = json.loads((SCRIPT.parent / "results" / "call_budget.json").read_text())
+    for release, entry in budget.items():
+        for name in ("single", "tool", "sequential"):
+            assert f"{name}/sampled_0" in entry, release
+
+
+@pytest.mark.timeout(360)  # slow: 10-40 s on a loaded 2-core machine
 def test_the_guard_fails_without_a_budget_for_this_release(tmp_path):
     budget = tmp_path / "budget.json"
     budget.write_text("{}")

@@ -4,14 +4,21 @@ recording metrics with their full dimensions."""
 
 from __future__ import annotations
 
+import asyncio
+
+import pytest
 from google.adk.agents import LlmAgent
-from opentelemetry import trace
+from google.adk.runners import InMemoryRunner
+from google.genai import types
+from opentelemetry import context as otel_context
+from opentelemetry import propagate, trace
 from opentelemetry.metrics import NoOpMeterProvider
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ParentBased, TraceIdRatioBased
 
+import adk_otel
 from adk_otel import plugin_of
 from adk_otel import semconv as sc
 from adk_otel.testing.model import ScriptedModel, call, reply
@@ -127,4 +134,266 @@ async def test_a_dropped_trace_asks_the_sdk_for_its_root_span_only() -> None:
     assert plugin is not None and plugin.open_spans == 0 and plugin.internal_errors == 0
     (inside,) = seen
     assert inside.is_valid and not inside.trace_flags.sampled
+    assert trace.get_current_span() is trace.INVALID_SPAN
+
+
+# -- a sampled-out run under instrument(): the root decides once ------------------
+
+TRACE_ID = 0x4BF92F3577B34DA6A3CE929D0E0E4736
+CALLER_SPAN_ID = 0x00F067AA0BA902B7
+
+
+def sampled_out_caller() -> object:
+    """The context of a request whose caller did not sample (flags ``00``)."""
+    return propagate.extract({"traceparent": f"00-{TRACE_ID:032x}-{CALLER_SPAN_ID:016x}-00"})
+
+
+def seeing_clerk(seen: list[tuple[str, trace.SpanContext]], tracer: trace.Tracer) -> LlmAgent:
+    """A clerk whose own callbacks, tool body and model note the current span,
+    and whose tool opens a span of the application's own."""
+
+    def note(where: str) -> None:
+        seen.append((where, trace.get_current_span().get_span_context()))
+
+    def lookup(sku: str) -> dict:
+        """Stock level for a SKU."""
+        note("tool body")
+        with tracer.start_as_current_span("application work") as span:
+            seen.append(("user span", span.get_span_context()))
+        return {"stock": 3}
+
+    def callback(where: str):
+        return lambda *args, **kwargs: note(where)
+
+    model = ScriptedModel(script=[call("lookup", {"sku": "A"}), reply("done")])
+    return LlmAgent(
+        name="clerk",
+        model=model,
+        tools=[lookup],
+        before_agent_callback=callback("before_agent"),
+        after_agent_callback=callback("after_agent"),
+        before_model_callback=callback("before_model"),
+        after_model_callback=callback("after_model"),
+        before_tool_callback=callback("before_tool"),
+        after_tool_callback=callback("after_tool"),
+    )
+
+
+async def run_in(caller_context: object, agent: LlmAgent, **options) -> object:
+    token = otel_context.attach(caller_context)
+    try:
+        return await run(agent, meter_provider=NoOpMeterProvider(), **options)
+    finally:
+        otel_context.detach(token)
+
+
+async def test_every_callback_and_user_span_sees_the_sampled_out_trace(caplog) -> None:
+    """A sampled-out run's agent, model and tool hooks do nothing, yet every
+    callback of every layer, the tool's body and a span the application opens
+    there see the caller's trace (not sampled), nothing is recorded, nothing
+    stays open or current and no context is detached out of order."""
+    provider, exporter = sampled_provider(ParentBased(TraceIdRatioBased(0.01)))
+    seen: list[tuple[str, trace.SpanContext]] = []
+    agent = seeing_clerk(seen, provider.get_tracer("app"))
+    rec = await run_in(sampled_out_caller(), agent, tracer_provider=provider)
+
+    assert rec.error is None
+    wheres = [where for where, _ in seen]
+    for where in ("before_agent", "before_model", "after_model", "before_tool", "tool body"):
+        assert where in wheres, wheres
+    assert {"user span", "after_tool", "after_agent"} <= set(wheres)
+    for where, context in seen:
+        assert context.is_valid, where
+        assert context.trace_id == TRACE_ID, where
+        assert not context.trace_flags.sampled, where
+    # Every layer's span is the run's own (non-recording) span, not the caller's.
+    layers = {context.span_id for where, context in seen if where != "user span"}
+    assert len(layers) == 1 and CALLER_SPAN_ID not in layers, seen
+    assert exporter.get_finished_spans() == ()
+    plugin = plugin_of(rec.runner)
+    assert plugin is not None and plugin.open_spans == 0 and plugin.internal_errors == 0
+    assert trace.get_current_span() is trace.INVALID_SPAN
+    assert not [r for r in caplog.records if "Failed to detach" in r.getMessage()]
+
+
+async def test_a_sampled_out_run_books_its_root_only(monkeypatch) -> None:
+    """The fast path: with nothing to record, the ledger keeps the run's root
+    span and nothing under it (its agent, model and tool hooks return at once)."""
+    from adk_otel.ledger.spans import Ledger
+
+    opened: list[str] = []
+    real = Ledger.start
+
+    def counted(self, key, name, **kwargs):
+        opened.append(name)
+        return real(self, key, name, **kwargs)
+
+    monkeypatch.setattr(Ledger, "start", counted)
+    provider, _ = sampled_provider(ParentBased(ALWAYS_OFF))
+    rec = await run(clerk(), tracer_provider=provider, meter_provider=NoOpMeterProvider())
+
+    assert rec.error is None
+    assert opened == ["invocation shop"]
+
+
+async def test_a_child_a_custom_sampler_keeps_is_recorded_under_a_dropped_root() -> None:
+    """A sampler that does not follow the parent (here: tool calls always,
+    the rest never) still gets every span asked of it: no fast path."""
+    from opentelemetry.sdk.trace.sampling import (
+        ALWAYS_ON,
+        Decision,
+        Sampler,
+        SamplingResult,
+    )
+
+    class ToolsOnly(Sampler):
+        def should_sample(self, parent_context, trace_id, name, *args, **kwargs):
+            if name.startswith("execute_tool"):
+                return ALWAYS_ON.should_sample(parent_context, trace_id, name, *args, **kwargs)
+            return SamplingResult(Decision.DROP)
+
+        def get_description(self) -> str:
+            return "ToolsOnly"
+
+    provider, exporter = sampled_provider(ToolsOnly())
+    rec = await run(clerk(), tracer_provider=provider, meter_provider=NoOpMeterProvider())
+
+    assert rec.error is None
+    (tool,) = exporter.get_finished_spans()
+    assert tool.name == "execute_tool lookup"
+    assert tool.attributes[sc.GEN_AI_TOOL_NAME] == "lookup"
+    plugin = plugin_of(rec.runner)
+    assert plugin is not None and plugin.open_spans == 0
+
+
+async def test_concurrent_sampled_out_runs_each_see_their_own_trace() -> None:
+    provider, exporter = sampled_provider(ParentBased(ALWAYS_OFF))
+    gate = asyncio.Event()
+    arrived: list[int] = []
+    seen: dict[str, int] = {}
+
+    async def lookup(sku: str) -> dict:
+        """Stock level for a SKU; waits until both runs are inside it."""
+        arrived.append(1)
+        if len(arrived) == 2:
+            gate.set()
+        await gate.wait()
+        seen[sku] = trace.get_current_span().get_span_context().trace_id
+        return {"stock": 3}
+
+    def agent(sku: str) -> LlmAgent:
+        model = ScriptedModel(script=[call("lookup", {"sku": sku}), reply("done")])
+        return LlmAgent(name="clerk", model=model, tools=[lookup])
+
+    async def one(sku: str) -> object:
+        carrier = {"traceparent": f"00-{sku * 32}-00f067aa0ba902b7-00"}
+        return await run_in(propagate.extract(carrier), agent(sku), tracer_provider=provider)
+
+    first, second = await asyncio.gather(one("a"), one("b"))
+
+    assert first.error is None and second.error is None
+    assert seen == {"a": int("a" * 32, 16), "b": int("b" * 32, 16)}
+    assert exporter.get_finished_spans() == ()
+    for rec in (first, second):
+        plugin = plugin_of(rec.runner)
+        assert plugin is not None and plugin.open_spans == 0 and plugin.internal_errors == 0
+    assert trace.get_current_span() is trace.INVALID_SPAN
+
+
+async def _sampled_out_runner() -> tuple[InMemoryRunner, str, asyncio.Event, asyncio.Event]:
+    provider, _ = sampled_provider(ParentBased(ALWAYS_OFF))
+    started, gate = asyncio.Event(), asyncio.Event()
+
+    async def slow_lookup(sku: str) -> dict:
+        """Waits for the test to let it finish."""
+        started.set()
+        await gate.wait()
+        return {"sku": sku}
+
+    model = ScriptedModel(script=[call("slow_lookup", {"sku": "A"}), reply("done")])
+    runner = adk_otel.instrument(
+        InMemoryRunner(
+            agent=LlmAgent(name="clerk", model=model, tools=[slow_lookup]), app_name="shop"
+        ),
+        tracer_provider=provider,
+        meter_provider=NoOpMeterProvider(),
+    )
+    session = await runner.session_service.create_session(app_name="shop", user_id="u1")
+    return runner, session.id, started, gate
+
+
+def _events(runner: InMemoryRunner, session_id: str):
+    return runner.run_async(
+        user_id="u1", session_id=session_id, new_message=types.UserContent("go")
+    )
+
+
+async def test_a_cancelled_sampled_out_run_leaves_nothing_open(caplog) -> None:
+    runner, session_id, started, _ = await _sampled_out_runner()
+
+    async def consume() -> None:
+        async for _ in _events(runner, session_id):
+            pass
+
+    task = asyncio.create_task(consume())
+    await started.wait()
+    plugin = plugin_of(runner)
+    assert plugin is not None and plugin.open_spans == 1  # the run's root, nothing under it
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+    assert plugin.open_spans == 0 and plugin.internal_errors == 0
+    assert trace.get_current_span() is trace.INVALID_SPAN
+    assert not [r for r in caplog.records if "Failed to detach" in r.getMessage()]
+
+
+async def test_a_sampled_out_run_closed_early_leaves_nothing_open(caplog) -> None:
+    runner, session_id, _, gate = await _sampled_out_runner()
+    gate.set()
+    events = _events(runner, session_id)
+    async for _ in events:
+        break  # the consumer stops at the first event
+    await events.aclose()
+
+    plugin = plugin_of(runner)
+    assert plugin is not None and plugin.open_spans == 0 and plugin.internal_errors == 0
+    assert trace.get_current_span() is trace.INVALID_SPAN
+    assert not [r for r in caplog.records if "Failed to detach" in r.getMessage()]
+
+
+async def test_a_sampled_out_workflow_keeps_its_nodes_in_the_trace() -> None:
+    """A workflow's nodes keep their bookkeeping when sampled out: a span the
+    application opens inside a function node is in the run's trace."""
+    from google.adk.workflow import Workflow
+
+    provider, exporter = sampled_provider(ParentBased(ALWAYS_OFF))
+    tracer = provider.get_tracer("app")
+    seen: list[trace.SpanContext] = []
+
+    def prepare() -> dict:
+        with tracer.start_as_current_span("application work") as span:
+            seen.append(span.get_span_context())
+        return {"sku": "A1"}
+
+    writer = LlmAgent(name="writer", model=ScriptedModel(script=[reply("written")]))
+    flow = Workflow(name="flow", edges=[("START", prepare, writer)])
+    runner = adk_otel.instrument(
+        InMemoryRunner(node=flow, app_name="shop"),
+        tracer_provider=provider,
+        meter_provider=NoOpMeterProvider(),
+    )
+    session = await runner.session_service.create_session(app_name="shop", user_id="u1")
+    token = otel_context.attach(sampled_out_caller())
+    try:
+        async for _ in _events(runner, session.id):
+            pass
+    finally:
+        otel_context.detach(token)
+
+    (inside,) = seen
+    assert inside.trace_id == TRACE_ID and not inside.trace_flags.sampled
+    assert exporter.get_finished_spans() == ()
+    plugin = plugin_of(runner)
+    assert plugin is not None and plugin.open_spans == 0 and plugin.internal_errors == 0
     assert trace.get_current_span() is trace.INVALID_SPAN

@@ -81,6 +81,9 @@ class Run:
     agent and model span under it carries them."""
     streams: bool = False
     """Whether its model calls stream (``StreamingMode.SSE``)."""
+    quiet: bool = False
+    """Nothing under it can be recorded (see :func:`is_quiet`): its agent,
+    model and tool hooks return at once."""
 
     def report(self, entry: Entry) -> Reported:
         """What ``entry``'s remote agent reported so far (made empty at first)."""
@@ -314,6 +317,26 @@ class Runs:
             and not run.task.done()
             and run.task.cancelling() > run.cancelling_at_start
         }
+
+
+def is_quiet(run: Run, ledger: TelemetryLedger) -> bool:
+    """Whether nothing under ``run`` can be recorded, so its agent, model and
+    tool hooks may do nothing at all: its trace was sampled out at the root
+    and the sampler follows the parent (every child would share the root's
+    non-recording span), no metrics are recorded, no content or details
+    log is kept and no dev UI reads its spans. Only under ``instrument()``
+    (the root's context is then current for the whole run, in the run's
+    private context, so every callback and library call inside it sees the
+    trace) and for a run of agents (a workflow's nodes and a live session
+    keep their bookkeeping). Decided once, at the root."""
+    return (
+        not run.entry.recording
+        and not ledger.records_all
+        and run.watch is not None
+        and run.nodes is None
+        and not run.live
+        and ledger.details is None
+    )
 
 
 def is_cancelled(run: Run | None = None) -> bool:
