@@ -69,6 +69,9 @@ def anthropic_api(monkeypatch):
         # Both ADK releases build the SDK client from the environment.
         monkeypatch.setenv("ANTHROPIC_BASE_URL", url)
         monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+        # The SDK's own tracing off: with a global provider set (by an earlier test in
+        # this process) its span would be the inference (tests/models/test_counted_once.py).
+        monkeypatch.setenv("ANTHROPIC_OPEN_TELEMETRY", "false")
         yield url, requests
 
 

@@ -165,6 +165,9 @@ async def test_anthropic_errors(traced, monkeypatch, text, category, status) -> 
     with api_server("anthropic") as (url, _):
         monkeypatch.setenv("ANTHROPIC_BASE_URL", url)
         monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+        # The SDK's own tracing off: with a global provider set (by an earlier test in
+        # this process) its span would be the inference (tests/models/test_counted_once.py).
+        monkeypatch.setenv("ANTHROPIC_OPEN_TELEMETRY", "false")
         error = await run_model(AnthropicLlm(model="claude-sonnet-4"), provider, text, None)
     assert error is not None
     span = assert_layers(exporter, category)
