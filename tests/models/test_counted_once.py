@@ -4,8 +4,8 @@ ADK's real ``Gemini`` class over HTTP to a local Gemini-API server, with OpenTel
 OpenInference's google-genai instrumentations on the same provider. What backends add up is
 counted over every span of the trace (``gen_ai.usage.*`` as Langfuse and OpenTelemetry readers
 sum it, ``llm.token_count.*`` as Phoenix and Langfuse read OpenInference, spans classified as an
-LLM call) and over the metrics (``gen_ai.client.token.usage``): the same with adk-otel as with
-the client instrumentation alone, and adk-otel's model span still the ADK layer above it.
+LLM call) and over the metrics (``gen_ai.client.token.usage``): each call once, and adk-otel's
+model span still the ADK layer above it.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def _client_instrumentors(names: tuple[str, ...]) -> list[Any]:
 
 
 async def _run(
-    url: str, clients: tuple[str, ...], *, traced: bool, stream: bool, calls: int = 2
+    url: str, clients: tuple[str, ...], *, stream: bool, calls: int = 2
 ) -> tuple[list[ReadableSpan], dict[str, float]]:
     """``calls`` runs of one model call each; the spans and the metric sums by token type."""
     exporter = InMemorySpanExporter()
@@ -82,9 +82,11 @@ async def _run(
             base_url=url,
             retry_options=types.HttpRetryOptions(attempts=1),
         )
-        runner = InMemoryRunner(agent=LlmAgent(name="clerk", model=model), app_name="shop")
-        if traced:
-            runner = adk_otel.instrument(runner, tracer_provider=provider, meter_provider=meters)
+        runner = adk_otel.instrument(
+            InMemoryRunner(agent=LlmAgent(name="clerk", model=model), app_name="shop"),
+            tracer_provider=provider,
+            meter_provider=meters,
+        )
         mode = StreamingMode.SSE if stream else StreamingMode.NONE
         for turn in range(calls):
             session = await runner.session_service.create_session(app_name="shop", user_id="u")
@@ -141,22 +143,20 @@ SETUPS = {
 @pytest.mark.parametrize("setup", list(SETUPS))
 async def test_each_model_call_counted_once(server, setup, stream) -> None:
     clients = SETUPS[setup]
-    alone, alone_tokens = await _run(server, clients, traced=False, stream=stream)
-    spans, tokens = await _run(server, clients, traced=True, stream=stream)
+    spans, tokens = await _run(server, clients, stream=stream)
 
-    # The trace counts exactly what the client instrumentation alone counts.
-    assert _counted(spans) == _counted(alone)
-    usage, prompt, llm_calls = _counted(spans)
-    assert llm_calls == 2 * len(clients)  # one per call and client instrumentation, as alone
+    # Exactly what each client instrumentation records of two calls, nothing added: its
+    # usage family once per call, one LLM span per call and instrumentation. (Compared
+    # with numbers, not with an un-instrumented run in this process: ADK's own telemetry
+    # there goes through the process's global provider, shared with other tests.)
+    otel, openinference = "opentelemetry" in clients, "openinference" in clients
+    assert _counted(spans) == (
+        2 * PROMPT_TOKENS if otel else 0,
+        2 * PROMPT_TOKENS if openinference else 0,
+        2 * len(clients),
+    )
     # The metrics count each call once: the client's where it records them, else adk-otel's.
     assert tokens["input"] == 2 * PROMPT_TOKENS
-    if "opentelemetry" in clients:
-        assert tokens == alone_tokens
-        assert usage == 2 * PROMPT_TOKENS
-    else:
-        assert alone_tokens == {}
-    if "openinference" in clients:
-        assert prompt == 2 * PROMPT_TOKENS
 
     # adk-otel's model span is the ADK layer around the inference, with its detail.
     models = [s for s in spans if (s.attributes or {}).get(sc.ADK_SPAN_KIND) == "model"]
@@ -186,7 +186,7 @@ async def test_each_model_call_counted_once(server, setup, stream) -> None:
 
 
 async def test_without_a_client_instrumentation_the_model_span_is_the_inference(server) -> None:
-    spans, tokens = await _run(server, (), traced=True, stream=False)
+    spans, tokens = await _run(server, (), stream=False)
     assert _counted(spans) == (2 * PROMPT_TOKENS, 0, 2)
     assert tokens["input"] == 2 * PROMPT_TOKENS
     (first, _) = [s for s in spans if (s.attributes or {}).get(sc.ADK_SPAN_KIND) == "model"]
@@ -196,8 +196,8 @@ async def test_without_a_client_instrumentation_the_model_span_is_the_inference(
 
 async def test_an_instrumentation_turned_off_is_seen_at_the_next_call(server) -> None:
     """Whether a client instrumentation records is asked at each call, not once."""
-    await _run(server, ("opentelemetry",), traced=True, stream=False, calls=1)
-    spans, tokens = await _run(server, (), traced=True, stream=False, calls=1)
+    await _run(server, ("opentelemetry",), stream=False, calls=1)
+    spans, tokens = await _run(server, (), stream=False, calls=1)
     assert _counted(spans) == (PROMPT_TOKENS, 0, 1)
     assert tokens["input"] == PROMPT_TOKENS
 
