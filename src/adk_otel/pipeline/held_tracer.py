@@ -148,9 +148,18 @@ def _answer(tracer: Any) -> RoutedTracer | None:
     target = tracer
     while hasattr(target, "__wrapped__"):
         target = target.__wrapped__
-    own = type(target)
     if isinstance(target, RoutedTracer):
         return target
+    known = _routed_for(target)
+    if known is not None:
+        # A new wrapper around a tracer already answered for (OpenInference's
+        # ADK instrumentor wraps ADK's tracer while it is on, and again when
+        # turned on anew): the same routed tracer answers. A second one would
+        # take the answered class for the tracer's own, and its calls passed
+        # on would come back to it without end.
+        _ROUTED[id(tracer)] = (tracer, known)
+        return known
+    own = type(target)
     routed = factory(OwnMethods(target, own))
     _ROUTED[id(target)] = (target, routed)
     _ROUTED[id(tracer)] = (tracer, routed)
