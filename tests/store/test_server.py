@@ -80,3 +80,31 @@ def test_an_unreachable_server_is_one_line(monkeypatch, capsys) -> None:
 def test_a_malformed_source_is_one_line(source: str, message: str, capsys) -> None:
     code, out, err = run(capsys, "summarize", source)
     assert (code, out) == (2, "") and message in err and "pw" not in err.replace(message, "")
+
+
+def test_tls_to_a_plain_port_is_one_line_from_a_real_process(tmp_path: Path) -> None:
+    """In a process of its own (no test logging capture): the client's own
+    log lines must not reach stderr beside the one line."""
+    import os
+    import subprocess
+    import sys
+
+    from .clickhouse_http import clickhouse_server as served
+
+    with served(tmp_path / "data") as port:
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "adk_otel.cli",
+                "summarize",
+                f"clickhouses://127.0.0.1:{port}/otel",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "CLICKHOUSE_USER": USER, "CLICKHOUSE_PASSWORD": PASSWORD},
+        )
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.count("\n") == 1 and "TLS handshake failed" in done.stderr, done.stderr
+    assert PASSWORD not in done.stderr

@@ -81,6 +81,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import re
 import sys
@@ -609,6 +610,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             command_parser.error(f"unrecognized arguments: {' '.join(extra)}")
     except SystemExit as exc:  # --help, or a usage error already printed
         return int(exc.code or 0) if not isinstance(exc.code, str) else EXIT_BAD_INPUT
+    # A store's client (clickhouse-connect) logs its failures too: the one line
+    # this command prints for them says it all.
+    quiet = logging.getLogger("clickhouse_connect")
+    quiet.addHandler(logging.NullHandler())
+    quiet.propagate = False
     try:
         code, output = _dispatch(args)
     except (

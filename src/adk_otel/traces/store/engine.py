@@ -222,6 +222,8 @@ class ServerStore:
         lowered = text.lower()
         if "authentication" in lowered or "code: 516" in lowered or "password" in lowered:
             reason = "the server refused the credentials (CLICKHOUSE_USER, CLICKHOUSE_PASSWORD)"
+        elif "ssl" in lowered or "certificate" in lowered:
+            reason = "the TLS handshake failed (is the port a TLS port, its certificate trusted?)"
         elif any(
             word in lowered
             for word in ("connection refused", "max retries", "timed out", "name or service")
