@@ -30,7 +30,15 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
-from telemetry.test_viewers import langfuse_type, phoenix_kind  # tests/ is on the path
+from telemetry.viewers import (  # tests/ is on the path
+    langfuse_trace_input_tokens,
+    langfuse_type,
+    mlflow_trace_input_tokens,
+    mlflow_type,
+    phoenix_kind,
+    phoenix_project_prompt_tokens,
+    phoenix_trace_prompt_tokens,
+)
 
 import adk_otel
 from adk_otel import semconv as sc
@@ -183,6 +191,42 @@ async def test_each_model_call_counted_once(server, setup, stream) -> None:
         PROMPT_TOKENS,
         PROMPT_TOKENS,
     ]
+
+
+# What each viewer counts for two model calls of 40 prompt tokens, by its own rules
+# (tests/telemetry/viewers.py; the same numbers were read from a real Phoenix 20.26.1 and
+# MLflow 3.17.2, docs/collector.md): LLM calls (Phoenix's LLM spans, Langfuse's
+# generations, MLflow's LLM spans) and prompt tokens (Phoenix per trace and per
+# project, Langfuse per trace, MLflow per trace). With both client instrumentations on,
+# each writes its own LLM span with usage, nested in the other, as without adk-otel:
+# Phoenix's project total and MLflow skip nested usage, Phoenix's trace view and
+# Langfuse add it up.
+VIEWER_COUNTS = {
+    "alone": ((2, 2, 2), (80, 80, 80, 80)),
+    "opentelemetry": ((2, 2, 2), (80, 80, 80, 80)),
+    "openinference": ((2, 2, 2), (80, 80, 80, 80)),
+    "both": ((4, 4, 4), (160, 80, 160, 80)),
+}
+
+
+@pytest.mark.parametrize("setup", list(VIEWER_COUNTS))
+async def test_what_each_viewer_counts(server, setup) -> None:
+    spans, _ = await _run(server, SETUPS.get(setup, ()), stream=False)
+    calls = tuple(
+        sum(classify(s.attributes or {}) == kind for s in spans)
+        for classify, kind in (
+            (phoenix_kind, "LLM"),
+            (langfuse_type, "GENERATION"),
+            (mlflow_type, "LLM"),
+        )
+    )
+    tokens = (
+        phoenix_trace_prompt_tokens(spans),
+        phoenix_project_prompt_tokens(spans),
+        langfuse_trace_input_tokens(spans),
+        mlflow_trace_input_tokens(spans),
+    )
+    assert (calls, tokens) == VIEWER_COUNTS[setup]
 
 
 async def test_without_a_client_instrumentation_the_model_span_is_the_inference(server) -> None:
