@@ -10,7 +10,8 @@ runs and reading back what it shows (``docs/collector.md`` records the result):
 * ``gemini``: ADK's real ``Gemini`` class over HTTP to a local Gemini-API
   server (the suite's, ``tests/models/api_servers.py``), two runs of one model
   call each (40 prompt tokens per call), with OpenTelemetry's or OpenInference's
-  google-genai instrumentation, or both, on the same provider.
+  google-genai instrumentation, or both, on the same provider (``--adk-alone``: ADK's
+  own telemetry on that provider instead of adk-otel, for comparison).
 
 The spans go to ``--endpoint`` (``{endpoint}/v1/traces``) with the resource
 attribute ``openinference.project.name`` set to ``--project`` (Phoenix's
@@ -100,7 +101,9 @@ async def workflow_run(tracer_provider: Any, meter_provider: Any) -> None:
     await drive(runner, "stock of A1?")
 
 
-async def gemini_runs(tracer_provider: Any, meter_provider: Any, clients: list[str]) -> None:
+async def gemini_runs(
+    tracer_provider: Any, meter_provider: Any, clients: list[str], *, adk_alone: bool = False
+) -> None:
     from google.adk.agents import LlmAgent
     from google.adk.models.google_llm import Gemini
     from google.adk.runners import InMemoryRunner
@@ -132,11 +135,11 @@ async def gemini_runs(tracer_provider: Any, meter_provider: Any, clients: list[s
                 base_url=url,
                 retry_options=types.HttpRetryOptions(attempts=1),
             )
-            runner = adk_otel.instrument(
-                InMemoryRunner(agent=LlmAgent(name="clerk", model=model), app_name="shop"),
-                tracer_provider=tracer_provider,
-                meter_provider=meter_provider,
-            )
+            runner = InMemoryRunner(agent=LlmAgent(name="clerk", model=model), app_name="shop")
+            if not adk_alone:
+                runner = adk_otel.instrument(
+                    runner, tracer_provider=tracer_provider, meter_provider=meter_provider
+                )
             for turn in range(2):
                 await drive(runner, f"stock of A{turn}?")
     finally:
@@ -152,15 +155,26 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--client", action="append", choices=CLIENTS, default=[])
     parser.add_argument("--header", action="append", default=[], help="an OTLP header k=v")
     parser.add_argument("--capture", action="store_true", help="capture message content")
+    parser.add_argument(
+        "--adk-alone", action="store_true", help="gemini: ADK's own telemetry, no adk-otel"
+    )
     args = parser.parse_args(argv)
     if args.capture:
         os.environ["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "SPAN_ONLY"
     headers = dict(item.split("=", 1) for item in args.header)
     tracer_provider, meter_provider = providers(args.endpoint, args.project, headers)
+    if args.adk_alone:
+        from opentelemetry import metrics, trace
+
+        # ADK takes its tracer from the global provider when its telemetry is imported.
+        trace.set_tracer_provider(tracer_provider)
+        metrics.set_meter_provider(meter_provider)
     if args.run == "workflow":
         asyncio.run(workflow_run(tracer_provider, meter_provider))
     else:
-        asyncio.run(gemini_runs(tracer_provider, meter_provider, args.client))
+        asyncio.run(
+            gemini_runs(tracer_provider, meter_provider, args.client, adk_alone=args.adk_alone)
+        )
     tracer_provider.shutdown()
     return 0
 
