@@ -99,6 +99,10 @@ class _Muting(logging.Filter):
         finally:
             local.watch = previous
 
+    def holding_back(self) -> bool:
+        """True while this thread runs code whose SDK warnings adk-otel reports itself."""
+        return getattr(self._local, "watch", False) is not False
+
     def filter(self, record: logging.LogRecord) -> bool:
         watch = getattr(self._local, "watch", False)
         if watch is False or record.levelno < logging.WARNING:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..util import env
-from .export import BSP_DEFAULTS, BSP_MAXIMUMS, ExportingProcessor
+from .export import BSP_DEFAULTS, BSP_MAXIMUMS, MUTING, ExportingProcessor
 from .provider import exporting_processor
 
 logger: logging.Logger = logging.getLogger("adk_otel.pipeline")
@@ -62,6 +62,9 @@ class _SdkDrops(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         if record.msg != _SDK_DROP_MESSAGE or record.args != ("Span",):
+            return True
+        if MUTING.holding_back():
+            # adk-otel's own processor dropping: it has counted the span already.
             return True
         with self._lock:
             self.dropped += 1
