@@ -52,9 +52,14 @@ import adk_otel  # noqa: E402
 
 build = clerk_app if APP == "clerk" else flow_app
 app = (
-    build(plugins=[adk_otel.AdkOtelPlugin()]) if SETUP == "plugin" else adk_otel.instrument(build())
+    build(plugins=[adk_otel.AdkOtelPlugin()])
+    if SETUP.startswith("plugin")
+    else adk_otel.instrument(build())
 )
-adk_app = AdkApp(app=app)
+# plugin_enable_tracing: AdkApp's own switch instead of the environment variable.
+adk_app = (
+    AdkApp(app=app, enable_tracing=True) if SETUP.endswith("enable_tracing") else AdkApp(app=app)
+)
 adk_app.set_up()
 
 
