@@ -18,6 +18,7 @@ loop iterations and retries).
 from __future__ import annotations
 
 import functools
+import importlib
 import logging
 import sys
 import weakref
@@ -49,7 +50,7 @@ from .lifecycle import (
 from .lifecycle.aborts import abort_reason
 from .lifecycle.hook_guard import HookGuard
 from .lifecycle.runner import CURRENT_WATCH
-from .pipeline import processor_swap, provider, shutdown
+from .pipeline import held_tracer, processor_swap, provider, shutdown
 from .reading import attributes as attrs
 from .reading import failures
 from .reading.content import ContentCapture
@@ -150,6 +151,12 @@ class AdkOtelPlugin(BasePlugin):
         the tracer provider up before ADK was imported. Never raises."""
         try:
             coexistence.stand_down_others()
+            # ADK takes its tracer when its telemetry module is first imported. A
+            # plain agent's imports leave that to the Runner, which Agent Engine's
+            # set_up() builds after it set its provider: the first run would open
+            # ADK's run span on a tracer answered for only in that run's hooks.
+            # Taken now, the tracer ADK will hold is answered for before any run.
+            importlib.import_module(held_tracer.ADK_TRACING_MODULE)
             provider.answer_adk_tracer(keep=provider.keep_adk_spans(self._telemetry.keep_adk_spans))
         except Exception:
             self._guard.failed("_answer_for_adk")

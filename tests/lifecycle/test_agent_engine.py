@@ -14,6 +14,7 @@ set-up order runs in a fresh process (``engine_telemetry_probe.py``).
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
@@ -157,19 +158,20 @@ async def test_deployed_with_agent_engine_telemetry_on_each_query_is_one_tree(
 ENGINE_PROBE = Path(__file__).with_name("engine_telemetry_probe.py")
 
 
-def engine_run(setup: str, app: str, endpoint: str) -> str:
+def engine_run(setup: str, app: str, endpoint: str, *more: str) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "ADK_OTEL_"))}
     env = {
         **clean,
         "PYTHONPATH": python_path(Path(__file__).parent),
         "TELEMETRY_RECEIVER": endpoint,
-        "GOOGLE_CLOUD_AGENT_ENGINE_ENABLE_TELEMETRY": "true",
         "OTEL_TRACES_EXPORTER": "none",  # adk-otel's own pipeline, if it built one, sends nothing
     }
+    if not setup.endswith("enable_tracing"):
+        env["GOOGLE_CLOUD_AGENT_ENGINE_ENABLE_TELEMETRY"] = "true"
     if setup == "env":
         env["OTEL_PYTHON_TRACER_PROVIDER"] = "adk_otel"
     done = subprocess.run(
-        [sys.executable, str(ENGINE_PROBE), setup, app],
+        [sys.executable, str(ENGINE_PROBE), setup, app, *more],
         capture_output=True,
         text=True,
         timeout=180,
@@ -178,24 +180,66 @@ def engine_run(setup: str, app: str, endpoint: str) -> str:
     )
     assert done.returncode == 0 and done.stdout.strip().endswith("done"), done.stderr[-3000:]
     assert "Failed to detach context" not in done.stderr, done.stderr[-3000:]
-    return done.stderr
+    return done
+
+
+def loaded_first(done: subprocess.CompletedProcess[str]) -> bool:
+    """Whether the probe's ADK had loaded its telemetry module when adk-otel was set up."""
+    line = next(x for x in done.stdout.splitlines() if x.startswith("ADK telemetry loaded"))
+    return line.endswith("True")
+
+
+@functools.cache
+def plain_imports_load_telemetry() -> bool:
+    """Whether a plain agent's imports load ADK's telemetry module (ADK 2.5's do;
+    newer ones leave it to the Runner)."""
+    check = (
+        "import sys, google.adk.agents, google.adk.apps; "
+        "print('google.adk.telemetry.tracing' in sys.modules)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", check], capture_output=True, text=True, timeout=120, check=True
+    )
+    return done.stdout.strip() == "True"
 
 
 SWAPPED = "span processor was replaced after adk-otel was set up"
 
 
 @pytest.mark.parametrize("app", ["clerk", "flow"])
-@pytest.mark.parametrize("setup", ["instrument", "plugin", "provider_first", "env"])
+@pytest.mark.parametrize(
+    "setup", ["instrument", "plugin", "plugin_enable_tracing", "provider_first", "env"]
+)
 def test_agent_engine_telemetry_on_locally_loses_no_span(setup, app) -> None:
     """However adk-otel was set up before ``set_up()`` (resolved at once by
     ``instrument()``, an application's provider made first, the standard
     variable; or lazily by a plugin), both queries reach AdkApp's exporter as
     adk-otel's one tree each: the processor AdkApp swaps in is followed, and
     that is said once. Before, with adk-otel resolved first, every span went to
-    the processor AdkApp had shut down."""
+    the processor AdkApp had shut down. The first query is like the second,
+    whether ADK's telemetry module was loaded before adk-otel was set up or only
+    by ``set_up()``'s Runner, after AdkApp set its provider (the plain agent
+    with a plugin: ADK's run span was above adk-otel's tree in the first query)."""
     with OtlpReceiver() as receiver:
-        stderr = engine_run(setup, app, receiver.http_endpoint.removesuffix("/v1/traces"))
+        done = engine_run(setup, app, receiver.http_endpoint.removesuffix("/v1/traces"))
         traces = received_traces(receiver)
+    stderr = done.stderr
     expected = Counter(CLERK_SPANS if app == "clerk" else FLOW_SPANS)
     assert traces == [expected] * 2, stderr[-3000:]
-    assert stderr.count(SWAPPED) == (0 if setup == "plugin" else 1), stderr[-3000:]
+    assert stderr.count(SWAPPED) == (0 if setup.startswith("plugin") else 1), stderr[-3000:]
+    workflow_first = app == "flow" and not setup.startswith("plugin")
+    assert loaded_first(done) == (plain_imports_load_telemetry() or workflow_first)
+
+
+@pytest.mark.parametrize("setup", ["plugin", "plugin_enable_tracing"])
+def test_agent_engine_telemetry_without_the_genai_instrumentation(setup) -> None:
+    """AdkApp turns OpenTelemetry's google-genai instrumentation on when it is
+    installed; without it, the first query is like the second all the same."""
+    with OtlpReceiver() as receiver:
+        endpoint = receiver.http_endpoint.removesuffix("/v1/traces")
+        done = engine_run(setup, "clerk", endpoint, "without-genai-instrumentation")
+        traces = received_traces(receiver)
+    said = done.stdout + done.stderr  # aiplatform's own logger
+    assert "proceeding without GenAI instrumentation" in said, said[-3000:]
+    assert traces == [Counter(CLERK_SPANS)] * 2, done.stderr[-3000:]
+    assert loaded_first(done) == plain_imports_load_telemetry()

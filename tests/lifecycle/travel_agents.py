@@ -5,6 +5,11 @@ nothing of adk-otel yet: so only ADK and the scripted model here, never the
 lifecycle harness. A ``Workflow`` root with a function node and an agent node
 (ADK's node tracing reaches adk-otel through what ``import adk_otel``
 registers), and a plain agent root (what Agent Engine's ``AdkApp`` serves).
+
+Imported as a plain agent's script imports: nothing here loads ADK's telemetry
+module (``google.adk.workflow`` does, so :func:`flow_app` imports it), which ADK's
+Runner then loads, after whatever set a tracer provider up in between (Agent
+Engine's ``set_up()``).
 """
 
 from __future__ import annotations
@@ -13,7 +18,6 @@ from typing import Any
 
 from google.adk.agents import LlmAgent
 from google.adk.apps import App
-from google.adk.workflow import Workflow
 
 from adk_otel.testing.model import ScriptedModel, call, reply
 
@@ -52,5 +56,7 @@ def clerk_app(plugins: list[Any] | None = None) -> App:
 
 
 def flow_app(plugins: list[Any] | None = None) -> App:
+    from google.adk.workflow import Workflow
+
     workflow = Workflow(name="flow", edges=[("START", prepare, clerk())])
     return App(name=APP, root_agent=workflow, plugins=plugins or [])

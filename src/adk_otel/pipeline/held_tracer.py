@@ -12,9 +12,10 @@ get no spans in adk-otel's tree.
 So adk-otel answers for the tracer *object* ADK holds, whatever it is (the
 SDK's ``Tracer``, the API's ``ProxyTracer``, logfire's proxy, or the tracer
 inside a wrapper such as OpenInference's ``OITracer``, which Phoenix's provider
-puts around every tracer): that one object becomes an instance of a subclass of
-its own class whose ``start_span`` / ``start_as_current_span`` ask the tracer
-registered for ADK's scope (``scope_tracers.py``: the lifecycle's node tracer).
+puts around every tracer: ``util/wrappers.py`` sees through them): that one
+object becomes an instance of a subclass of its own class whose ``start_span``
+/ ``start_as_current_span`` ask the tracer registered for ADK's scope
+(``scope_tracers.py``: the lifecycle's node tracer).
 That tracer keeps the class's own methods for every call it passes on
 (``native``: ADK's own spans kept, or a run no plugin traces). Nothing else
 changes: not ADK's modules or classes, not the SDK's classes, not any other
@@ -37,6 +38,7 @@ from opentelemetry import trace
 from opentelemetry.util._decorator import _agnosticcontextmanager
 
 from ..semconv import ADK_SCOPE
+from ..util import wrappers
 from ..util.redact import guarded
 from . import scope_tracers
 from .routed_tracer import RoutedTracer
@@ -145,9 +147,7 @@ def _answer(tracer: Any) -> RoutedTracer | None:
         return None
     # A wrapper (wrapt's proxies: OpenInference's OITracer) calls the class
     # of the tracer it wraps: that tracer is the one to answer for.
-    target = tracer
-    while hasattr(target, "__wrapped__"):
-        target = target.__wrapped__
+    target = wrappers.innermost(tracer)
     if isinstance(target, RoutedTracer):
         return target
     known = _routed_for(target)

@@ -22,6 +22,7 @@ from typing import Any
 from opentelemetry.sdk.trace import Tracer as SdkTracer
 from opentelemetry.sdk.trace import TracerProvider
 
+from ..util import wrappers
 from ..util.redact import guarded
 from .provider import sdk_provider_of
 
@@ -74,8 +75,5 @@ def _follow(provider: TracerProvider, old: Any, current: Any) -> None:
 
 
 def _sdk_tracer(tracer: Any) -> SdkTracer | None:
-    """The SDK tracer ``tracer`` is, or a proxy keeps (logfire's, as ``tracer``)."""
-    if isinstance(tracer, SdkTracer):
-        return tracer
-    inner = getattr(tracer, "tracer", None)
-    return inner if isinstance(inner, SdkTracer) else None
+    """The SDK tracer ``tracer`` is, or the wrappers around it keep (``util/wrappers.py``)."""
+    return wrappers.inner(tracer, SdkTracer)

@@ -45,7 +45,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter
 
 from ..semconv import A2A_SDK_SCOPE, ADK_SCOPE, INSTRUMENTATION_SCOPE
-from ..util import env
+from ..util import env, wrappers
 from ..util.redact import guarded
 from ..version import __version__
 from . import adk_scope, adopt, held_tracer, scope_tracers
@@ -131,13 +131,10 @@ def answer_adk_tracer(*, keep: bool) -> bool | None:
 
 
 def sdk_provider_of(provider: Any) -> TracerProvider | None:
-    """The SDK provider behind ``provider``: itself, or the SDK provider a
-    proxy provider delegates to (logfire's global provider keeps it as
-    ``provider``), else None."""
-    if isinstance(provider, TracerProvider):
-        return provider
-    inner = getattr(provider, "provider", None)
-    return inner if isinstance(inner, TracerProvider) else None
+    """The SDK provider behind ``provider``: itself, or the SDK provider the
+    wrappers around it delegate to (logfire's global provider keeps it as
+    ``provider``: ``util/wrappers.py``), else None."""
+    return wrappers.inner(provider, TracerProvider)
 
 
 def keep_adk_spans(explicit: bool | None) -> bool:

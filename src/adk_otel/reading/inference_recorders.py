@@ -9,7 +9,8 @@ class calls, and if so its model span stays the ADK layer (status, error categor
 span) while the recorder's span is the inference (see ``attributes.model_opening``).
 
 Recognised by the module of the wrapper around the client method (wrapt's
-``_self_wrapper``, or the function's own module), so no instrumentation package is imported:
+``_self_wrapper``, or the function's own module), at each layer of the wrappers stacked on it
+(``util/wrappers.py``), so no instrumentation package is imported:
 
 =============================================  =======================  ===============
 wrapper module                                 wraps                    records metrics
@@ -37,9 +38,7 @@ from typing import Any
 from opentelemetry import trace
 
 from .. import semconv as sc
-
-_MAX_LAYERS = 8
-"""Wrappers looked through on one method (a stack of instrumentations is two or three)."""
+from ..util import wrappers
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,10 +193,7 @@ def _recorder_of_function(function: Any) -> Recorder | None:
     """The recorder among the wrappers around ``function``: one that records the metrics
     too where two are stacked (so neither is counted twice), else the outermost."""
     found: Recorder | None = None
-    layer = function
-    for _ in range(_MAX_LAYERS):
-        if layer is None:
-            break
+    for layer in wrappers.layers(function):
         wrapper = getattr(layer, "_self_wrapper", None)  # wrapt's FunctionWrapper
         if wrapper is not None:
             recorder = _recorder_of_module(getattr(wrapper, "__module__", None))
@@ -209,7 +205,6 @@ def _recorder_of_function(function: Any) -> Recorder | None:
             if recorder.records_metrics:
                 return recorder
             found = found or recorder
-        layer = getattr(layer, "__wrapped__", None)
     return found
 
 
