@@ -22,6 +22,7 @@ from google.adk.events import Event
 from google.adk.runners import InMemoryRunner
 from google.genai import types
 
+from adk_otel.pipeline import provider as pipeline
 from adk_otel.semconv import ADK_CLOSE_REASON, ERROR_TYPE
 from adk_otel.semconv import LIVE_MODEL_REQUEST_EVENT as LIVE_EVENT
 from adk_otel.testing.model import ScriptedModel, Step, call, fail, reply
@@ -216,7 +217,9 @@ async def test_request_queue_closed_ends_the_run(recorder, caplog):
     assert live_requests(recorder) == ["scripted-model"]
 
 
-async def test_a_workflow_root_in_live_mode_traces_its_agent_nodes_model_calls(recorder, caplog):
+async def test_a_workflow_root_in_live_mode_traces_its_agent_nodes_model_calls(
+    recorder, caplog, global_provider
+):
     """ADK runs a Workflow root's agent nodes as ordinary model calls under
     run_live: each is a model span with its usage, as outside live mode."""
     from google.adk.workflow import Workflow
@@ -224,6 +227,14 @@ async def test_a_workflow_root_in_live_mode_traces_its_agent_nodes_model_calls(r
     def prepare() -> str:
         return "ready"
 
+    if not SCREENS_CONTENT:
+        # ADK 2.5 runs a live Workflow root without run hooks: no plugin claims the
+        # run, so, as for a Runner no plugin traces, ADK's own spans of it are kept
+        # beside adk-otel's agent span (a mixed tree: a known limit on 2.5) unless
+        # ADK's scope is switched off on the provider, as `adk web` has it. Switched
+        # off here, so the test reads the same in any order of tests (an earlier
+        # one may have left it off for the process).
+        pipeline.suppress_adk_spans(global_provider)
     agent = LlmAgent(name="voice", model=ScriptedModel(script=[reply("hi there")]))
     runner = runner_for(Workflow(name="flow", edges=[("START", prepare, agent)]))
     stream, queue = await start_live(runner)
