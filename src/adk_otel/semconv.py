@@ -53,12 +53,15 @@ ADK_INFERENCE_RECORDED_BY = "adk.inference.recorded_by"
 """On a model span: the client instrumentation whose child span is this call's inference
 (``opentelemetry-instrumentation-google-genai``, ...); the model span then carries its usage
 as ``adk.usage.*`` and is no inference of its own (docs/coexistence.md)."""
+ADK_INFERENCE_METRICS_RECORDED_BY = "adk.inference.metrics_recorded_by"
+"""On a model span: the client instrumentation that records this call's model-call metrics
+(``gen_ai.client.token.usage``, ``gen_ai.client.operation.duration``); adk-otel then records
+neither."""
 INFERENCE_RECORDERS_WITH_METRICS = frozenset(
     {
         "opentelemetry-instrumentation-google-genai",
         "opentelemetry-instrumentation-anthropic",
         "opentelemetry-instrumentation-openai-v2",
-        "litellm",
     }
 )
 """The client instrumentations that record the model-call metrics themselves: adk-otel then

@@ -274,7 +274,7 @@ def suppress_adk_metrics(provider: Any) -> bool:
 
 def recorded_elsewhere(facts: Facts) -> bool:
     """A model call whose client instrumentation records its metrics: counted once, there."""
-    return facts.attributes.get(sc.ADK_INFERENCE_RECORDED_BY) in sc.INFERENCE_RECORDERS_WITH_METRICS
+    return sc.ADK_INFERENCE_METRICS_RECORDED_BY in facts.attributes
 
 
 def record_usage(
