@@ -38,7 +38,8 @@ SETUPS = {
 }
 
 
-def _instrument(client: str, provider: TracerProvider, meters: MeterProvider) -> None:
+def _instrument(client: str, provider: TracerProvider, meters: MeterProvider) -> bool:
+    """Turns ``client`` on; False where it cannot be (openai-v2 beside wrapt 2, below)."""
     if "anthropic-sdk" not in client:
         os.environ["ANTHROPIC_OPEN_TELEMETRY"] = "false"
     if client.startswith("openinference-litellm"):
@@ -55,11 +56,15 @@ def _instrument(client: str, provider: TracerProvider, meters: MeterProvider) ->
     elif client == "openai-v2":
         from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
 
-        OpenAIInstrumentor().instrument(tracer_provider=provider, meter_provider=meters)
+        try:
+            OpenAIInstrumentor().instrument(tracer_provider=provider, meter_provider=meters)
+        except TypeError:  # 2.3b0 passes wrapt 1's `module=`, which wrapt 2 renamed
+            return False
     elif client.startswith("traceloop-anthropic"):
         from opentelemetry.instrumentation.anthropic import AnthropicInstrumentor
 
         AnthropicInstrumentor().instrument(tracer_provider=provider, meter_provider=meters)
+    return True
 
 
 def _model(kind: str, base_url: str) -> Any:
@@ -116,7 +121,7 @@ async def main(base_url: str, setup: str, traced: bool) -> None:
     reader = InMemoryMetricReader()
     meters = MeterProvider(metric_readers=[reader])
     metrics.set_meter_provider(meters)
-    _instrument(client or "", provider, meters)
+    instrumented = _instrument(client or "", provider, meters)
 
     from google.adk.agents import LlmAgent
     from google.adk.agents.run_config import RunConfig, StreamingMode
@@ -172,6 +177,7 @@ async def main(base_url: str, setup: str, traced: bool) -> None:
                             if scope.scope.name == "adk_otel":
                                 own += point.count  # type: ignore[attr-defined]
     found = {
+        "instrumented": instrumented,
         "input_token_metric": token_metric,
         "input_token_recordings": recordings,
         "adk_otel_input_token_recordings": own,

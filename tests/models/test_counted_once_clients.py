@@ -18,6 +18,7 @@ import os
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -48,6 +49,10 @@ EXPECTED = {
     # inference, the callback records the metrics.
     "litellm+otel-callback": Expected(None, "litellm"),
     "litellm+otel-callback request-span": Expected("litellm", "litellm"),
+    # openai-v2 records the duration but no token usage of LiteLLM's calls: adk-otel does.
+    "litellm+openai-v2": Expected(
+        "opentelemetry-instrumentation-openai-v2", "opentelemetry-instrumentation-openai-v2"
+    ),
     "anthropic+traceloop": Expected(
         "opentelemetry-instrumentation-anthropic", "opentelemetry-instrumentation-anthropic"
     ),
@@ -111,6 +116,13 @@ def test_each_model_call_counted_once_beside_the_client_instrumentation(setup) -
     with api_server(api) as (url, _), ThreadPoolExecutor(2) as pool:  # two processes at once
         traced, alone = pool.map(lambda mode: _child(url, setup, mode), ("adk-otel", "alone"))
 
+    if not traced["instrumented"]:
+        # openai-v2 2.3b0 cannot wrap under wrapt 2 and 2.4b0 cannot import beside
+        # opentelemetry-util-genai 1.x: with the newest packages it records nothing, and
+        # adk-otel's span is the inference.
+        assert setup == "litellm+openai-v2"
+        assert int(version("wrapt").split(".")[0]) >= 2
+        expected = Expected(None, None)
     counted = _counted(traced)
     calls = 2
     assert counted == Counted(
@@ -120,7 +132,11 @@ def test_each_model_call_counted_once_beside_the_client_instrumentation(setup) -
     ), f"adk-otel: {counted}; ADK alone: {_counted(alone)}"
     # The metrics recorded once, by whichever side records them.
     own = traced["adk_otel_input_token_recordings"]
-    assert own == (0 if expected.metrics_recorded_by else calls)
+    usage_elsewhere = (
+        expected.metrics_recorded_by is not None
+        and expected.metrics_recorded_by not in sc.INFERENCE_RECORDERS_WITHOUT_TOKEN_USAGE
+    )
+    assert own == (0 if usage_elsewhere else calls)
     # Never more than ADK alone counts on the same providers (which often counts twice).
     assert all(mine <= theirs for mine, theirs in zip(counted, _counted(alone), strict=True))
 

@@ -174,9 +174,8 @@ def _anthropic_sdk_traces(model: Any) -> bool:
 
 
 def _litellm(model: Any, streaming: bool) -> Recorder | None:
+    # Not imported before the first call under older ADK (its LiteLlm imports it lazily).
     litellm = sys.modules.get("litellm")
-    if litellm is None:
-        return None
     # ADK's lite_llm binds acompletion at import: the instrumentor may have wrapped either.
     adk_lite_llm = sys.modules.get("google.adk.models.lite_llm")
     for function in (
