@@ -18,7 +18,7 @@ wrapper module                                 wraps                    records 
 ``openinference.instrumentation.google_genai`` google-genai (Gemini)    no
 ``opentelemetry.instrumentation.anthropic``    anthropic (Claude)       yes
 ``openinference.instrumentation.anthropic``    anthropic (Claude)       no
-``opentelemetry.instrumentation.openai_v2``    openai (LiteLLM openai/) yes
+``opentelemetry.instrumentation.openai_v2``    openai (LiteLLM openai/) duration only
 ``openinference.instrumentation.litellm``      litellm                  no
 =============================================  =======================  ===============
 
