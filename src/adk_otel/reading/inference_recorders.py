@@ -20,6 +20,8 @@ wrapper module                                 wraps                    records 
 ``openinference.instrumentation.anthropic``    anthropic (Claude)       no
 ``opentelemetry.instrumentation.openai_v2``    openai (LiteLLM openai/) duration only
 ``openinference.instrumentation.litellm``      litellm                  no
+``opentelemetry.instrumentation.google_gener`` google-genai (Traceloop) no
+``opentelemetry.instrumentation.litellm``      litellm (Traceloop)      no
 =============================================  =======================  ===============
 
 Two recorders are not wrappers: the anthropic SDK's own tracing (on by default in anthropic
@@ -75,6 +77,12 @@ _BY_MODULE = {
         ("openinference.instrumentation.anthropic", "openinference-instrumentation-anthropic"),
         ("opentelemetry.instrumentation.openai_v2", "opentelemetry-instrumentation-openai-v2"),
         ("openinference.instrumentation.litellm", "openinference-instrumentation-litellm"),
+        # Traceloop's (traceloop-sdk's Traceloop.init() turns them on).
+        (
+            "opentelemetry.instrumentation.google_generativeai",
+            "opentelemetry-instrumentation-google-generativeai",
+        ),
+        ("opentelemetry.instrumentation.litellm", "opentelemetry-instrumentation-litellm"),
     )
 }
 ANTHROPIC_SDK = _recorder("anthropic")
