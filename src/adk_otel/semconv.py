@@ -53,16 +53,23 @@ ADK_INFERENCE_RECORDED_BY = "adk.inference.recorded_by"
 """On a model span: the client instrumentation whose child span is this call's inference
 (``opentelemetry-instrumentation-google-genai``, ...); the model span then carries its usage
 as ``adk.usage.*`` and is no inference of its own (docs/coexistence.md)."""
+ADK_INFERENCE_METRICS_RECORDED_BY = "adk.inference.metrics_recorded_by"
+"""On a model span: the client instrumentation that records this call's model-call metrics
+(``gen_ai.client.token.usage``, ``gen_ai.client.operation.duration``); adk-otel then records
+neither."""
 INFERENCE_RECORDERS_WITH_METRICS = frozenset(
     {
         "opentelemetry-instrumentation-google-genai",
         "opentelemetry-instrumentation-anthropic",
         "opentelemetry-instrumentation-openai-v2",
-        "litellm",
     }
 )
 """The client instrumentations that record the model-call metrics themselves: adk-otel then
 records neither ``gen_ai.client.token.usage`` nor ``gen_ai.client.operation.duration``."""
+INFERENCE_RECORDERS_WITHOUT_TOKEN_USAGE = frozenset({"opentelemetry-instrumentation-openai-v2"})
+"""Those of them that record no token usage for ADK's calls: openai-v2 reads the usage off the
+response it wraps, and LiteLLM asks the openai SDK for the raw response (measured: the
+duration only). adk-otel records ``gen_ai.client.token.usage`` for these."""
 ADK_LIVE = "adk.live"
 LIVE_MODEL_REQUEST_EVENT = "adk.live.model_request"
 """Span event on the agent span for each model request of a live session."""

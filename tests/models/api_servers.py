@@ -55,6 +55,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         length = int(self.headers.get("content-length") or 0)
+        if self.path == "/token":  # an OAuth token endpoint (Google credentials' refresh)
+            self.rfile.read(length)
+            token = {"access_token": "test-token", "expires_in": 3600, "token_type": "Bearer"}
+            return self._json(200, token)
         body = json.loads(self.rfile.read(length) or b"{}")
         self.server.requests.append(  # type: ignore[attr-defined]
             {"path": self.path, "body": body, "headers": dict(self.headers)}
@@ -101,6 +105,16 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.write(f"data: {data}\r\n\r\n".encode())
             return None
         self._json(200, _chunk("in stock", final=True))
+
+    def _events(self, events: list[tuple[str | None, Any]]) -> None:
+        """A server-sent event stream (OpenAI's chunks carry no event name)."""
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.end_headers()
+        for name, data in events:
+            payload = data if isinstance(data, str) else json.dumps(data)
+            head = f"event: {name}\n" if name else ""
+            self.wfile.write(f"{head}data: {payload}\n\n".encode())
 
     def _json(
         self, status: int, payload: dict[str, Any], headers: tuple[tuple[str, str], ...] = ()
@@ -149,6 +163,16 @@ class _OpenAiHandler(_ChatHandler):
         return {"error": {"message": f"{status} (test)", "type": status.lower(), "code": code}}
 
     def reply(self, body: dict[str, Any]) -> None:
+        if body.get("stream"):
+            return self._events(
+                [
+                    (None, _openai_chunk({"role": "assistant", "content": "in "})),
+                    (None, _openai_chunk({"content": "stock"})),
+                    (None, _openai_chunk({}, finish_reason="stop")),
+                    (None, {**_openai_chunk(None), "usage": OPENAI_USAGE}),
+                    (None, "[DONE]"),
+                ]
+            )
         self._json(
             200,
             {
@@ -163,13 +187,7 @@ class _OpenAiHandler(_ChatHandler):
                         "finish_reason": "stop",
                     }
                 ],
-                "usage": {
-                    "prompt_tokens": 25,
-                    "completion_tokens": 4,
-                    "total_tokens": 29,
-                    "prompt_tokens_details": {"cached_tokens": 5},
-                    "completion_tokens_details": {"reasoning_tokens": 2},
-                },
+                "usage": OPENAI_USAGE,
             },
         )
 
@@ -187,6 +205,45 @@ class _AnthropicHandler(_ChatHandler):
         return {"type": "error", "error": {"type": kind, "message": f"{status} (test)"}}
 
     def reply(self, body: dict[str, Any]) -> None:
+        if body.get("stream"):
+            start = {
+                "id": "msg_1",
+                "type": "message",
+                "role": "assistant",
+                "model": ANTHROPIC_MODEL_VERSION,
+                "content": [],
+                "stop_reason": None,
+                "stop_sequence": None,
+                "usage": {**ANTHROPIC_USAGE, "output_tokens": 1},
+            }
+            text = {"type": "text", "text": ""}
+            return self._events(
+                [
+                    ("message_start", {"type": "message_start", "message": start}),
+                    (
+                        "content_block_start",
+                        {"type": "content_block_start", "index": 0, "content_block": text},
+                    ),
+                    (
+                        "content_block_delta",
+                        {
+                            "type": "content_block_delta",
+                            "index": 0,
+                            "delta": {"type": "text_delta", "text": "in stock"},
+                        },
+                    ),
+                    ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+                    (
+                        "message_delta",
+                        {
+                            "type": "message_delta",
+                            "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                            "usage": {"output_tokens": ANTHROPIC_USAGE["output_tokens"]},
+                        },
+                    ),
+                    ("message_stop", {"type": "message_stop"}),
+                ]
+            )
         self._json(
             200,
             {
@@ -197,16 +254,38 @@ class _AnthropicHandler(_ChatHandler):
                 "content": [{"type": "text", "text": "in stock"}],
                 "stop_reason": "end_turn",
                 "stop_sequence": None,
-                "usage": {
-                    "input_tokens": 30,
-                    "output_tokens": 5,
-                    "cache_read_input_tokens": 8,
-                    "cache_creation_input_tokens": 4,
-                },
+                "usage": ANTHROPIC_USAGE,
             },
         )
 
 
+def _openai_chunk(delta: dict[str, Any] | None, finish_reason: str | None = None) -> dict[str, Any]:
+    """One chunk of a streamed chat completion (``delta`` None: the usage chunk, no choices)."""
+    choices = (
+        [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish_reason}]
+    )
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": OPENAI_MODEL_VERSION,
+        "choices": choices,
+    }
+
+
+OPENAI_USAGE = {
+    "prompt_tokens": 25,
+    "completion_tokens": 4,
+    "total_tokens": 29,
+    "prompt_tokens_details": {"cached_tokens": 5},
+    "completion_tokens_details": {"reasoning_tokens": 2},
+}
+ANTHROPIC_USAGE = {
+    "input_tokens": 30,
+    "output_tokens": 5,
+    "cache_read_input_tokens": 8,
+    "cache_creation_input_tokens": 4,
+}
 OPENAI_MODEL_VERSION = "gpt-4o-2024-08-06"
 ANTHROPIC_MODEL_VERSION = "claude-sonnet-4-20250514"
 HANDLERS = {"gemini": _Handler, "openai": _OpenAiHandler, "anthropic": _AnthropicHandler}

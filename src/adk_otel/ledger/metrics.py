@@ -273,8 +273,14 @@ def suppress_adk_metrics(provider: Any) -> bool:
 
 
 def recorded_elsewhere(facts: Facts) -> bool:
-    """A model call whose client instrumentation records its metrics: counted once, there."""
-    return facts.attributes.get(sc.ADK_INFERENCE_RECORDED_BY) in sc.INFERENCE_RECORDERS_WITH_METRICS
+    """A model call whose client instrumentation records its duration: counted once, there."""
+    return sc.ADK_INFERENCE_METRICS_RECORDED_BY in facts.attributes
+
+
+def usage_recorded_elsewhere(facts: Facts) -> bool:
+    """A model call whose client instrumentation records its token usage."""
+    recorder = facts.attributes.get(sc.ADK_INFERENCE_METRICS_RECORDED_BY)
+    return recorder is not None and recorder not in sc.INFERENCE_RECORDERS_WITHOUT_TOKEN_USAGE
 
 
 def record_usage(

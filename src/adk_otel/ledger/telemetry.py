@@ -224,7 +224,11 @@ class TelemetryLedger(Ledger):
         facts.response_model = attributes.get(sc.GEN_AI_RESPONSE_MODEL)
         facts.response = attributes
         instruments = self.instruments
-        if instruments is None or not instruments.model_calls or metrics.recorded_elsewhere(facts):
+        if (
+            instruments is None
+            or not instruments.model_calls
+            or metrics.usage_recorded_elsewhere(facts)
+        ):
             return
         metrics.record_usage(instruments, facts, attributes)
 

@@ -317,7 +317,9 @@ def _model_opening(
     if streaming:
         attributes[sc.GEN_AI_REQUEST_STREAM] = True
     operation = sc.OP_GENERATE_CONTENT
-    if recorder is not None:
+    if recorder is not None and recorder.records_metrics:
+        attributes[sc.ADK_INFERENCE_METRICS_RECORDED_BY] = recorder.name
+    if recorder is not None and recorder.records_span:
         del attributes[sc.GEN_AI_OPERATION_NAME]
         attributes[sc.OPENINFERENCE_SPAN_KIND] = sc.OI_CHAIN
         attributes[sc.ADK_INFERENCE_RECORDED_BY] = recorder.name

@@ -19,18 +19,21 @@ wrapper module                                 wraps                    records 
 ``openinference.instrumentation.google_genai`` google-genai (Gemini)    no
 ``opentelemetry.instrumentation.anthropic``    anthropic (Claude)       yes
 ``openinference.instrumentation.anthropic``    anthropic (Claude)       no
-``opentelemetry.instrumentation.openai_v2``    openai (LiteLLM openai/) yes
+``opentelemetry.instrumentation.openai_v2``    openai (LiteLLM openai/) duration only
 ``openinference.instrumentation.litellm``      litellm                  no
+``opentelemetry.instrumentation.google_gener`` google-genai (Traceloop) no
+``opentelemetry.instrumentation.litellm``      litellm (Traceloop)      no
 =============================================  =======================  ===============
 
 Two recorders are not wrappers: the anthropic SDK's own tracing (on by default in anthropic
 2.x; ``ANTHROPIC_OPEN_TELEMETRY=false`` turns it off), which records usage on its call span
 but no metrics, and LiteLLM's OpenTelemetry callback (``litellm.callbacks = ["otel"]``),
-which records both.
+which records the metrics or its own inference span or both, as its environment says.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass
 from typing import Any
@@ -47,27 +50,42 @@ class Recorder:
 
     name: str
     """Its distribution, e.g. ``opentelemetry-instrumentation-google-genai``."""
+    records_metrics: bool
+    """Whether it records the model-call metrics (token usage, operation duration)."""
+    records_span: bool = True
+    """Whether its own span is the call's inference (LiteLLM's callback may record only
+    metrics: its span is then made only where no parent span is current)."""
 
-    @property
-    def records_metrics(self) -> bool:
-        """Whether it records the model-call metrics (token usage, operation duration)."""
-        return self.name in sc.INFERENCE_RECORDERS_WITH_METRICS
+
+def _recorder(name: str) -> Recorder:
+    return Recorder(name, records_metrics=name in sc.INFERENCE_RECORDERS_WITH_METRICS)
 
 
 _BY_MODULE = {
-    "opentelemetry.instrumentation.google_genai": Recorder(
-        "opentelemetry-instrumentation-google-genai"
-    ),
-    "openinference.instrumentation.google_genai": Recorder(
-        "openinference-instrumentation-google-genai"
-    ),
-    "opentelemetry.instrumentation.anthropic": Recorder("opentelemetry-instrumentation-anthropic"),
-    "openinference.instrumentation.anthropic": Recorder("openinference-instrumentation-anthropic"),
-    "opentelemetry.instrumentation.openai_v2": Recorder("opentelemetry-instrumentation-openai-v2"),
-    "openinference.instrumentation.litellm": Recorder("openinference-instrumentation-litellm"),
+    module: _recorder(name)
+    for module, name in (
+        (
+            "opentelemetry.instrumentation.google_genai",
+            "opentelemetry-instrumentation-google-genai",
+        ),
+        (
+            "openinference.instrumentation.google_genai",
+            "openinference-instrumentation-google-genai",
+        ),
+        ("opentelemetry.instrumentation.anthropic", "opentelemetry-instrumentation-anthropic"),
+        ("openinference.instrumentation.anthropic", "openinference-instrumentation-anthropic"),
+        ("opentelemetry.instrumentation.openai_v2", "opentelemetry-instrumentation-openai-v2"),
+        ("openinference.instrumentation.litellm", "openinference-instrumentation-litellm"),
+        # Traceloop's (traceloop-sdk's Traceloop.init() turns them on).
+        (
+            "opentelemetry.instrumentation.google_generativeai",
+            "opentelemetry-instrumentation-google-generativeai",
+        ),
+        ("opentelemetry.instrumentation.litellm", "opentelemetry-instrumentation-litellm"),
+    )
 }
-ANTHROPIC_SDK = Recorder("anthropic")
-LITELLM_OTEL_CALLBACK = Recorder("litellm")
+ANTHROPIC_SDK = _recorder("anthropic")
+LITELLM_OTEL_CALLBACK = "litellm"
 
 
 _BY_PATH = {prefix.replace(".", "/"): recorder for prefix, recorder in _BY_MODULE.items()}
@@ -163,9 +181,8 @@ def _anthropic_sdk_traces(model: Any) -> bool:
 
 
 def _litellm(model: Any, streaming: bool) -> Recorder | None:
+    # Not imported before the first call under older ADK (its LiteLlm imports it lazily).
     litellm = sys.modules.get("litellm")
-    if litellm is None:
-        return None
     # ADK's lite_llm binds acompletion at import: the instrumentor may have wrapped either.
     adk_lite_llm = sys.modules.get("google.adk.models.lite_llm")
     for function in (
@@ -185,8 +202,24 @@ def _litellm(model: Any, streaming: bool) -> Recorder | None:
                 return found
     for callback in (*getattr(litellm, "callbacks", ()), *getattr(litellm, "success_callback", ())):
         if callback == "otel" or type(callback).__name__ == "OpenTelemetry":
-            return LITELLM_OTEL_CALLBACK
+            return _litellm_callback()
     return None
+
+
+def _litellm_callback() -> Recorder | None:
+    """LiteLLM's OpenTelemetry callback, as the environment it reads sets it up: under a
+    current span (adk-otel's) it makes its own request span, which carries the usage, only
+    with ``USE_OTEL_LITELLM_REQUEST_SPAN``; it records the metrics only with
+    ``LITELLM_OTEL_INTEGRATION_ENABLE_METRICS``. Measured with litellm 1.96."""
+    span = _env_true("USE_OTEL_LITELLM_REQUEST_SPAN")
+    metrics = _env_true("LITELLM_OTEL_INTEGRATION_ENABLE_METRICS")
+    if not (span or metrics):
+        return None
+    return Recorder(LITELLM_OTEL_CALLBACK, records_metrics=metrics, records_span=span)
+
+
+def _env_true(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() == "true"
 
 
 def _recorder_of_function(function: Any) -> Recorder | None:
