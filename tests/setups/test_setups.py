@@ -71,8 +71,11 @@ def child(setup: str, app: str, mode: str, receiver: str) -> tuple[list[Span], s
             OTEL_METRICS_EXPORTER="none",
             OTEL_LOGS_EXPORTER="none",
         )
-        if not OPENINFERENCE_RUNS:
-            env["OTEL_PYTHON_DISABLED_INSTRUMENTATIONS"] = "google_adk"
+        # OpenTelemetry's openai-v2 instrumentation (in the test extra for the
+        # counted-once tests) fails to instrument beside wrapt 2 and logs its
+        # traceback: upstream's, so left out here, as a user would list it.
+        disabled = ["openai"] if OPENINFERENCE_RUNS else ["openai", "google_adk"]
+        env["OTEL_PYTHON_DISABLED_INSTRUMENTATIONS"] = ",".join(disabled)
     done = subprocess.run(
         [*command, setup, app, mode],
         env=env,
