@@ -57,11 +57,18 @@ ADK_INFERENCE_METRICS_RECORDED_BY = "adk.inference.metrics_recorded_by"
 """On a model span: the client instrumentation that records this call's model-call metrics
 (``gen_ai.client.token.usage``, ``gen_ai.client.operation.duration``); adk-otel then records
 neither."""
+ADK_INFERENCE_STOOD_DOWN = "adk.inference.stood_down"
+"""On a model span: a second client instrumentation asked to record nothing of this call (by
+its own suppression key in the call's context), because another one below ADK records it
+already (a Traceloop instrumentation beside the anthropic SDK's own tracing or another
+instrumentation of the same client method)."""
 INFERENCE_RECORDERS_WITH_METRICS = frozenset(
     {
         "opentelemetry-instrumentation-google-genai",
         "opentelemetry-instrumentation-anthropic",
         "opentelemetry-instrumentation-openai-v2",
+        "opentelemetry-instrumentation-google-generativeai",
+        "opentelemetry-instrumentation-litellm",
     }
 )
 """The client instrumentations that record the model-call metrics themselves: adk-otel then

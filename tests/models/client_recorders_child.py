@@ -34,7 +34,24 @@ SETUPS = {
     "anthropic+traceloop": ("anthropic", "traceloop-anthropic", False),
     "anthropic+traceloop sse": ("anthropic", "traceloop-anthropic", True),
     "anthropic+traceloop+sdk": ("anthropic", "traceloop-anthropic anthropic-sdk", False),
+    "anthropic+traceloop+sdk sse": ("anthropic", "traceloop-anthropic anthropic-sdk", True),
+    "anthropic+traceloop metrics-off": ("anthropic", "traceloop-anthropic metrics-off", False),
     "claude+sdk": ("claude", "anthropic-sdk", False),
+    "gemini+traceloop": ("gemini", "traceloop-google-generativeai", False),
+    "gemini+traceloop sse": ("gemini", "traceloop-google-generativeai", True),
+    "gemini+traceloop metrics-off": ("gemini", "traceloop-google-generativeai metrics-off", False),
+    "gemini+opentelemetry+traceloop": (
+        "gemini",
+        "traceloop-google-generativeai opentelemetry-google-genai",
+        False,
+    ),
+    # Traceloop.init() itself: needs traceloop-sdk, which is not in the test extra (it brings
+    # some forty instrumentations that the zero-code set-up would load too); it turns on the
+    # same anthropic instrumentation as above (benchmarks/README.md, "Traceloop.init()").
+    "anthropic+traceloop-init": ("anthropic", "traceloop-init", False),
+    "anthropic+traceloop-init+sdk": ("anthropic", "traceloop-init anthropic-sdk", False),
+    "litellm+traceloop-init": ("litellm", "traceloop-init", False),
+    "gemini+traceloop-init": ("gemini", "traceloop-init", False),
 }
 
 
@@ -42,6 +59,10 @@ def _instrument(client: str, provider: TracerProvider, meters: MeterProvider) ->
     """Turns ``client`` on; False where it cannot be (openai-v2 beside wrapt 2, below)."""
     if "anthropic-sdk" not in client:
         os.environ["ANTHROPIC_OPEN_TELEMETRY"] = "false"
+    if "opentelemetry-google-genai" in client:  # as Agent Engine's AdkApp turns it on
+        from opentelemetry.instrumentation.google_genai import GoogleGenAiSdkInstrumentor
+
+        GoogleGenAiSdkInstrumentor().instrument(tracer_provider=provider, meter_provider=meters)
     if client.startswith("openinference-litellm"):
         from openinference.instrumentation.litellm import LiteLLMInstrumentor
 
@@ -60,14 +81,33 @@ def _instrument(client: str, provider: TracerProvider, meters: MeterProvider) ->
             OpenAIInstrumentor().instrument(tracer_provider=provider, meter_provider=meters)
         except TypeError:  # 2.3b0 passes wrapt 1's `module=`, which wrapt 2 renamed
             return False
-    elif client.startswith("traceloop-anthropic"):
-        from opentelemetry.instrumentation.anthropic import AnthropicInstrumentor
+    elif client.startswith("traceloop-init"):
+        from traceloop.sdk import Traceloop
 
+        Traceloop.init(app_name="shop", exporter=InMemorySpanExporter(), disable_batch=True)
+    elif client.startswith("traceloop-"):
+        from opentelemetry.instrumentation.anthropic import AnthropicInstrumentor
+        from opentelemetry.instrumentation.google_generativeai import (
+            GoogleGenerativeAiInstrumentor,
+        )
+
+        if "metrics-off" in client:  # read at instrument(), as Traceloop.init() has it read
+            os.environ["TRACELOOP_METRICS_ENABLED"] = "false"
+        if client.startswith("traceloop-google-generativeai"):
+            GoogleGenerativeAiInstrumentor().instrument(
+                tracer_provider=provider, meter_provider=meters
+            )
+            return True
         AnthropicInstrumentor().instrument(tracer_provider=provider, meter_provider=meters)
     return True
 
 
 def _model(kind: str, base_url: str) -> Any:
+    if kind == "gemini":
+        from google.adk.models.google_llm import Gemini
+
+        os.environ["GOOGLE_API_KEY"] = "test-key"  # never sent anywhere but loopback
+        return Gemini(model="gemini-2.5-flash", base_url=base_url)
     if kind == "litellm":
         from google.adk.models.lite_llm import LiteLlm
 
@@ -171,7 +211,12 @@ async def main(base_url: str, setup: str, traced: bool) -> None:
             for metric in scope.metrics:
                 if metric.name == "gen_ai.client.token.usage":
                     for point in metric.data.data_points:
-                        if (point.attributes or {}).get("gen_ai.token.type") == "input":
+                        labels = point.attributes or {}
+                        # Traceloop's LiteLLM instrumentation (0.62) names it differently.
+                        token_type = labels.get("gen_ai.token.type") or labels.get(
+                            "gen_ai.usage.token_type"
+                        )
+                        if token_type == "input":
                             token_metric += point.sum  # type: ignore[attr-defined]
                             recordings += point.count  # type: ignore[attr-defined]
                             if scope.scope.name == "adk_otel":

@@ -38,8 +38,8 @@ class Expected(NamedTuple):
     """adk-otel's model span is the ADK layer; this recorder's span is the inference."""
     metrics_recorded_by: str | None
     """The recorder that records the model-call metrics (adk-otel then records none)."""
-    per_call: int = 1
-    """Spans per call that carry its usage and are classified as an LLM call."""
+    stood_down: str | None = None
+    """A second recorder asked to record nothing of the call (adk-otel says so once)."""
 
 
 EXPECTED = {
@@ -59,12 +59,36 @@ EXPECTED = {
     "anthropic+traceloop sse": Expected(
         "opentelemetry-instrumentation-anthropic", "opentelemetry-instrumentation-anthropic"
     ),
-    # Two client recorders below ADK, each with its own span: adk-otel adds no third.
+    # Traceloop's instrumentation made with TRACELOOP_METRICS_ENABLED=false records no
+    # metrics: adk-otel does.
+    "anthropic+traceloop metrics-off": Expected("opentelemetry-instrumentation-anthropic", None),
+    # Two client recorders below ADK, each with its own span and usage: the SDK's cannot be
+    # stopped per call, Traceloop's is (by its own key), and adk-otel records the metrics.
     "anthropic+traceloop+sdk": Expected(
-        "opentelemetry-instrumentation-anthropic",
-        "opentelemetry-instrumentation-anthropic",
-        per_call=2,
+        "anthropic", None, stood_down="opentelemetry-instrumentation-anthropic"
     ),
+    "anthropic+traceloop+sdk sse": Expected(
+        "anthropic", None, stood_down="opentelemetry-instrumentation-anthropic"
+    ),
+    "gemini+traceloop": Expected(
+        "opentelemetry-instrumentation-google-generativeai",
+        "opentelemetry-instrumentation-google-generativeai",
+    ),
+    "gemini+traceloop sse": Expected(
+        "opentelemetry-instrumentation-google-generativeai",
+        "opentelemetry-instrumentation-google-generativeai",
+    ),
+    "gemini+traceloop metrics-off": Expected(
+        "opentelemetry-instrumentation-google-generativeai", None
+    ),
+    # Two wrappers, each with its span: Traceloop's is asked to stand down, by its own key.
+    "gemini+opentelemetry+traceloop": Expected(
+        "opentelemetry-instrumentation-google-genai",
+        "opentelemetry-instrumentation-google-genai",
+        stood_down="opentelemetry-instrumentation-google-generativeai",
+    ),
+    # anthropic 2.x traces every API call by default through the global provider.
+    "anthropic+sdk": Expected("anthropic", None),
     "claude+sdk": Expected("anthropic", None),
 }
 
@@ -81,7 +105,7 @@ def _child(base_url: str, setup: str, mode: str) -> dict[str, Any]:
         check=False,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+    return {**json.loads(done.stdout.strip().splitlines()[-1]), "stderr": done.stderr}
 
 
 class Counted(NamedTuple):
@@ -112,7 +136,7 @@ def _counted(found: dict[str, Any]) -> Counted:
 @pytest.mark.parametrize("setup", list(EXPECTED))
 def test_each_model_call_counted_once_beside_the_client_instrumentation(setup) -> None:
     expected = EXPECTED[setup]
-    api = "openai" if setup.startswith("litellm") else "anthropic"
+    api = {"litellm": "openai", "gemini": "gemini"}.get(setup.split("+")[0], "anthropic")
     with api_server(api) as (url, _), ThreadPoolExecutor(2) as pool:  # two processes at once
         traced, alone = pool.map(lambda mode: _child(url, setup, mode), ("adk-otel", "alone"))
 
@@ -125,11 +149,11 @@ def test_each_model_call_counted_once_beside_the_client_instrumentation(setup) -
         expected = Expected(None, None)
     counted = _counted(traced)
     calls = 2
-    assert counted == Counted(
-        usage_spans=calls * expected.per_call,
-        llm_spans=calls * expected.per_call,
-        metric_recordings=calls,
-    ), f"adk-otel: {counted}; ADK alone: {_counted(alone)}"
+    assert counted == Counted(usage_spans=calls, llm_spans=calls, metric_recordings=calls), (
+        f"adk-otel: {counted}; ADK alone: {_counted(alone)}"
+    )
+    # Said once where a recorder was asked to stand down, never otherwise.
+    assert traced["stderr"].count("adk-otel asks") == (expected.stood_down is not None)
     # The metrics recorded once, by whichever side records them.
     own = traced["adk_otel_input_token_recordings"]
     usage_elsewhere = (
@@ -147,6 +171,7 @@ def test_each_model_call_counted_once_beside_the_client_instrumentation(setup) -
         assert span["status"] == "OK"
         assert attributes.get(sc.ADK_INFERENCE_RECORDED_BY) == expected.recorded_by
         assert attributes.get(sc.ADK_INFERENCE_METRICS_RECORDED_BY) == expected.metrics_recorded_by
+        assert attributes.get(sc.ADK_INFERENCE_STOOD_DOWN) == expected.stood_down
         if expected.recorded_by is not None:
             # The ADK layer around the client's inference span, with the call's usage kept.
             assert span["name"].startswith("call_llm ")

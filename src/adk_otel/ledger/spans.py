@@ -242,11 +242,13 @@ class Ledger:
         links: Sequence[trace.Link] | None = None,
         clean: bool = False,
         current: bool = False,
+        context_values: Mapping[str, object] | None = None,
     ) -> Entry:
         """Open a span under ``parent`` (else ``parent_context``, else the
         current context) and file it under ``key``. ``clean``: the name and
         the attribute values were made safe already (``sanitize``), so they
-        are not checked again. ``current``: attached at once (:meth:`attach`)."""
+        are not checked again. ``current``: attached at once (:meth:`attach`),
+        with ``context_values`` set in its context too (read by what runs under it)."""
         if not clean:
             name = sanitize.clean(name)
             attributes = sanitize.attributes(attributes)
@@ -266,7 +268,10 @@ class Ledger:
             entry = Entry(span, key, parent, anchor, recording)
             if current:
                 # Entry.context written out: made here for the attach below.
-                made = entry._context = trace.set_span_in_context(span)
+                made = trace.set_span_in_context(span)
+                for name, value in (context_values or {}).items():
+                    made = otel_context.set_value(name, value, made)
+                entry._context = made
                 setattr(made, _ENTRY, weakref.ref(entry))
         # No lock: each of these is one atomic operation, and a key names one
         # object, opened by one hook at a time (end_all copies under the lock).

@@ -18,6 +18,7 @@ from .. import semconv as sc
 from ..ledger.spans import Entry
 from ..ledger.telemetry import TelemetryLedger
 from ..reading import attributes as attrs
+from ..reading.inference_recorders import STAND_DOWN_KEYS
 from ..semconv import LIVE_MODEL_REQUEST_EVENT
 from ..util import sanitize
 from . import keys, nodes
@@ -134,6 +135,8 @@ def open_model(
             else attrs.MODEL_KIND_ONLY
         )
         name = sanitize.clean(f"generate_content {attrs.model_name(llm_request)}")
+    stood_down = attributes.get(sc.ADK_INFERENCE_STOOD_DOWN)
+    stand_down_key = STAND_DOWN_KEYS.get(stood_down) if isinstance(stood_down, str) else None
     entry = ledger.start(
         keys.model(actions),
         name,
@@ -143,6 +146,7 @@ def open_model(
         anchor=actions,
         clean=True,
         current=True,
+        context_values=None if stand_down_key is None else {stand_down_key: True},
     )
     return entry
 

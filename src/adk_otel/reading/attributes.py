@@ -319,6 +319,8 @@ def _model_opening(
     operation = sc.OP_GENERATE_CONTENT
     if recorder is not None and recorder.records_metrics:
         attributes[sc.ADK_INFERENCE_METRICS_RECORDED_BY] = recorder.name
+    if recorder is not None and recorder.stood_down is not None:
+        attributes[sc.ADK_INFERENCE_STOOD_DOWN] = recorder.stood_down
     if recorder is not None and recorder.records_span:
         del attributes[sc.GEN_AI_OPERATION_NAME]
         attributes[sc.OPENINFERENCE_SPAN_KIND] = sc.OI_CHAIN

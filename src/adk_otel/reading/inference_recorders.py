@@ -21,27 +21,44 @@ wrapper module                                 wraps                    records 
 ``openinference.instrumentation.anthropic``    anthropic (Claude)       no
 ``opentelemetry.instrumentation.openai_v2``    openai (LiteLLM openai/) duration only
 ``openinference.instrumentation.litellm``      litellm                  no
-``opentelemetry.instrumentation.google_gener`` google-genai (Traceloop) no
-``opentelemetry.instrumentation.litellm``      litellm (Traceloop)      no
+``opentelemetry.instrumentation.google_gener`` google-genai (Traceloop) yes
+``opentelemetry.instrumentation.litellm``      litellm (Traceloop)      yes
 =============================================  =======================  ===============
+
+Traceloop's (``opentelemetry.instrumentation.anthropic``, ``google_generativeai`` and
+``litellm``; ``Traceloop.init()`` turns them on) record the metrics unless
+``TRACELOOP_METRICS_ENABLED`` was false at their ``instrument()``: that is read off the
+instrument their wrapper holds (``_has_token_metric``), and adk-otel records the metrics
+where they do not.
 
 Two recorders are not wrappers: the anthropic SDK's own tracing (on by default in anthropic
 2.x; ``ANTHROPIC_OPEN_TELEMETRY=false`` turns it off), which records usage on its call span
 but no metrics, and LiteLLM's OpenTelemetry callback (``litellm.callbacks = ["otel"]``),
 which records the metrics or its own inference span or both, as its environment says.
+
+Where two record one call with a span each (a Traceloop instrumentation and the anthropic SDK's
+own tracing, or another instrumentation's wrapper on the same method), Traceloop's, the one that
+can be stopped per call, is asked to record nothing of it, by its own key in the call's context
+(``STAND_DOWN_KEYS``); the model span names it (``adk.inference.stood_down``) and that is said
+once.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from opentelemetry import trace
 
 from .. import semconv as sc
 from ..util import wrappers
+from ..util.redact import guarded
+
+logger: logging.Logger = guarded(logging.getLogger(__name__))
+_told: set[str] = set()
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +72,8 @@ class Recorder:
     records_span: bool = True
     """Whether its own span is the call's inference (LiteLLM's callback may record only
     metrics: its span is then made only where no parent span is current)."""
+    stood_down: str | None = None
+    """A second recorder asked to record nothing of this call (``STAND_DOWN_KEYS``)."""
 
 
 def _recorder(name: str) -> Recorder:
@@ -85,6 +104,17 @@ _BY_MODULE = {
     )
 }
 ANTHROPIC_SDK = _recorder("anthropic")
+TRACELOOP_RECORDERS = frozenset(
+    {
+        "opentelemetry-instrumentation-anthropic",
+        "opentelemetry-instrumentation-google-generativeai",
+        "opentelemetry-instrumentation-litellm",
+    }
+)
+STAND_DOWN_KEYS = {name: "suppress_language_model_instrumentation" for name in TRACELOOP_RECORDERS}
+"""The context key each recorder that can stand down honours: Traceloop's instrumentations
+record no call made in a context holding it (``SUPPRESS_LANGUAGE_MODEL_INSTRUMENTATION_KEY``,
+the key their own layered instrumentations set so that a call is recorded once)."""
 LITELLM_OTEL_CALLBACK = "litellm"
 
 
@@ -145,11 +175,16 @@ def _anthropic(model: Any, streaming: bool) -> Recorder | None:
         "anthropic.resources.messages"
     )
     owner = getattr(module, "AsyncMessages", None)
-    if owner is not None:
-        found = wrapping_recorder(owner, "create")
-        if found is not None:
-            return found
-    return ANTHROPIC_SDK if _anthropic_sdk_traces(model) else None
+    found = wrapping_recorder(owner, "create") if owner is not None else None
+    if not _anthropic_sdk_traces(model):
+        return found
+    if found is None:
+        return ANTHROPIC_SDK
+    if found.name in STAND_DOWN_KEYS:
+        # Both record each call, each with its usage on its own span, and the SDK's cannot be
+        # asked to stop: Traceloop's is asked (by its own key), adk-otel records the metrics.
+        return replace(ANTHROPIC_SDK, stood_down=found.name)
+    return found
 
 
 def _anthropic_sdk_traces(model: Any) -> bool:
@@ -223,9 +258,10 @@ def _env_true(name: str) -> bool:
 
 
 def _recorder_of_function(function: Any) -> Recorder | None:
-    """The recorder among the wrappers around ``function``: one that records the metrics
-    too where two are stacked (so neither is counted twice), else the outermost."""
-    found: Recorder | None = None
+    """The recorder among the wrappers around ``function``. Where two are stacked, each
+    recording the call with its span: one that can be asked to stand down (Traceloop's) is,
+    and of the others the one that records the metrics too is kept, else the outermost."""
+    found: list[Recorder] = []
     for layer in wrappers.layers(function):
         wrapper = getattr(layer, "_self_wrapper", None)  # wrapt's FunctionWrapper
         if wrapper is not None:
@@ -234,11 +270,46 @@ def _recorder_of_function(function: Any) -> Recorder | None:
             recorder = _recorder_of_module(getattr(layer, "__module__", None)) or (
                 _recorder_of_code(layer)
             )
+            wrapper = layer
+        if (
+            recorder is not None
+            and recorder.name in TRACELOOP_RECORDERS
+            and recorder.records_metrics
+            and not _has_token_metric(wrapper)
+        ):
+            recorder = Recorder(recorder.name, records_metrics=False)
         if recorder is not None:
-            if recorder.records_metrics:
-                return recorder
-            found = found or recorder
-    return found
+            found.append(recorder)
+    if len(found) < 2:
+        return found[0] if found else None
+    kept = [recorder for recorder in found if recorder.name not in STAND_DOWN_KEYS]
+    stoppable = [recorder for recorder in found if recorder.name in STAND_DOWN_KEYS]
+    if not kept or not stoppable:
+        return next((recorder for recorder in found if recorder.records_metrics), found[0])
+    chosen = next((recorder for recorder in kept if recorder.records_metrics), kept[0])
+    return replace(chosen, stood_down=stoppable[0].name)
+
+
+def _has_token_metric(wrapper: Any) -> bool:
+    """Whether a Traceloop instrumentation's wrapper holds its token-usage instrument: they
+    make none when ``TRACELOOP_METRICS_ENABLED`` is false at their ``instrument()``, and their
+    wrapper then holds ``None`` (``token_histogram``, or ``tokens_histogram`` in its
+    ``metrics``), so adk-otel records the metric. A wrapper of another shape: assumed to."""
+    code = getattr(wrapper, "__code__", None)
+    closure = getattr(wrapper, "__closure__", None)
+    if code is None or not closure:
+        return True
+    held = dict(zip(code.co_freevars, closure, strict=False))
+    try:
+        if "token_histogram" in held:
+            instrument = held["token_histogram"].cell_contents
+        elif "metrics" in held and isinstance(held["metrics"].cell_contents, dict):
+            instrument = held["metrics"].cell_contents.get("tokens_histogram")
+        else:
+            return True
+    except ValueError:  # an empty cell
+        return True
+    return instrument is not None
 
 
 _BY_KIND = {"google": _google_genai, "anthropic": _anthropic, "litellm": _litellm}
@@ -253,6 +324,30 @@ def inference_recorder(kind: str, model: Any, *, streaming: bool) -> Recorder | 
     if check is None:
         return None
     try:
-        return check(model, streaming)
+        recorder = check(model, streaming)
     except Exception:  # another library's object of an unexpected shape: nothing known
         return None
+    if recorder is not None and recorder.stood_down is not None:
+        _say_stood_down(recorder)
+    return recorder
+
+
+def _say_stood_down(recorder: Recorder) -> None:
+    """Say once, for each pair, that a recorder is asked to stand down and how to keep it."""
+    pair = f"{recorder.stood_down} {recorder.name}"
+    if pair in _told:
+        return
+    _told.add(pair)
+    keep = (
+        "ANTHROPIC_OPEN_TELEMETRY=false keeps Traceloop's instead"
+        if recorder.name == ANTHROPIC_SDK.name
+        else f"uninstrumenting {recorder.name} keeps Traceloop's instead"
+    )
+    logger.warning(
+        "adk-otel: %s and %s both record each of ADK's model calls; adk-otel asks %s to "
+        "record none of them (by Traceloop's own context key), so each is counted once (%s)",
+        recorder.stood_down,
+        "the anthropic SDK's own tracing" if recorder.name == ANTHROPIC_SDK.name else recorder.name,
+        recorder.stood_down,
+        keep,
+    )
