@@ -204,11 +204,13 @@ async def main(base_url: str, setup: str, traced: bool) -> None:
         }
         for s in exporter.get_finished_spans()
     ]
-    token_metric, recordings, own = 0.0, 0, 0
+    token_metric, recordings, own, durations = 0.0, 0, 0, 0
     data = reader.get_metrics_data()
     for resource in data.resource_metrics if data is not None else ():
         for scope in resource.scope_metrics:
             for metric in scope.metrics:
+                if metric.name == "gen_ai.client.operation.duration":
+                    durations += sum(p.count for p in metric.data.data_points)  # type: ignore[attr-defined]
                 if metric.name == "gen_ai.client.token.usage":
                     for point in metric.data.data_points:
                         labels = point.attributes or {}
@@ -226,6 +228,7 @@ async def main(base_url: str, setup: str, traced: bool) -> None:
         "input_token_metric": token_metric,
         "input_token_recordings": recordings,
         "adk_otel_input_token_recordings": own,
+        "duration_recordings": durations,
     }
     print(json.dumps({"spans": spans, **found}))
 

@@ -24,6 +24,7 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ParentBased
 from opentelemetry.trace import StatusCode
 from telemetry.viewers import (  # tests/ is on the path
     langfuse_trace_input_tokens,
@@ -68,11 +69,11 @@ def _client_instrumentors(names: tuple[str, ...]) -> list[Any]:
 
 
 async def _run(
-    url: str, clients: tuple[str, ...], *, stream: bool, calls: int = 2
+    url: str, clients: tuple[str, ...], *, stream: bool, calls: int = 2, sampler: Any = None
 ) -> tuple[list[ReadableSpan], dict[str, float]]:
     """``calls`` runs of one model call each; the spans and the metric sums by token type."""
     exporter = InMemorySpanExporter()
-    provider = TracerProvider()
+    provider = TracerProvider(sampler=sampler)
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     reader = InMemoryMetricReader()
     meters = MeterProvider(metric_readers=[reader])
@@ -239,3 +240,12 @@ async def test_an_instrumentation_turned_off_is_seen_at_the_next_call(server) ->
     spans, tokens = await _run(server, (), stream=False, calls=1)
     assert _counted(spans) == (PROMPT_TOKENS, 0, 1)
     assert tokens["input"] == PROMPT_TOKENS
+
+
+@pytest.mark.parametrize("setup", list(SETUPS))
+async def test_a_sampled_out_trace_counts_each_call_once_in_the_metrics(server, setup) -> None:
+    """The sampler drops the trace, not the metrics: the client instrumentation still records
+    its own, so adk-otel, on the cheap path of a dropped trace, must still leave them to it."""
+    spans, tokens = await _run(server, SETUPS[setup], stream=False, sampler=ParentBased(ALWAYS_OFF))
+    assert spans == []
+    assert tokens["input"] == 2 * PROMPT_TOKENS

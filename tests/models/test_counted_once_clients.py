@@ -1,7 +1,9 @@
-"""One model call, one counted inference, beside the client instrumentations ADK's other model
+"""One model call, one counted inference, beside the client instrumentations ADK's model
 classes meet: OpenInference's LiteLLM instrumentor, LiteLLM's own OpenTelemetry callback,
-Traceloop's anthropic instrumentation and the anthropic SDK's own tracing, for ``LiteLlm``,
-``AnthropicLlm`` and ``Claude`` (Vertex AI) over HTTP to local model-API servers.
+openai-v2, the anthropic SDK's own tracing and Traceloop's anthropic and google-generativeai
+instrumentations (with and without their metrics, alone and beside a second recorder of the
+same call), for ``LiteLlm``, ``AnthropicLlm``, ``Claude`` (Vertex AI) and ``Gemini`` over HTTP
+to local model-API servers.
 
 Each set-up runs in fresh processes (instrumentors patch modules before ADK's import; ADK binds
 its tracer at import), once with adk-otel and once with ADK alone on the same global SDK
@@ -93,9 +95,11 @@ EXPECTED = {
 }
 
 
-def _child(base_url: str, setup: str, mode: str) -> dict[str, Any]:
+def _child(base_url: str, setup: str, mode: str, *, sampled_out: bool = False) -> dict[str, Any]:
     env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_OPEN_TELEMETRY"}
     env.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    if sampled_out:  # read by the SDK's TracerProvider() the child makes
+        env["OTEL_TRACES_SAMPLER"] = "parentbased_always_off"
     done = subprocess.run(
         [sys.executable, str(CHILD), base_url, setup, mode],
         capture_output=True,
@@ -132,12 +136,15 @@ def _counted(found: dict[str, Any]) -> Counted:
     return Counted(usage, llm, found["input_token_recordings"])
 
 
+def _api(setup: str) -> str:
+    return {"litellm": "openai", "gemini": "gemini"}.get(setup.split("+")[0], "anthropic")
+
+
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("setup", list(EXPECTED))
 def test_each_model_call_counted_once_beside_the_client_instrumentation(setup) -> None:
     expected = EXPECTED[setup]
-    api = {"litellm": "openai", "gemini": "gemini"}.get(setup.split("+")[0], "anthropic")
-    with api_server(api) as (url, _), ThreadPoolExecutor(2) as pool:  # two processes at once
+    with api_server(_api(setup)) as (url, _), ThreadPoolExecutor(2) as pool:  # two at once
         traced, alone = pool.map(lambda mode: _child(url, setup, mode), ("adk-otel", "alone"))
 
     if not traced["instrumented"]:
@@ -152,6 +159,7 @@ def test_each_model_call_counted_once_beside_the_client_instrumentation(setup) -
     assert counted == Counted(usage_spans=calls, llm_spans=calls, metric_recordings=calls), (
         f"adk-otel: {counted}; ADK alone: {_counted(alone)}"
     )
+    assert traced["duration_recordings"] == calls
     # Said once where a recorder was asked to stand down, never otherwise.
     assert traced["stderr"].count("adk-otel asks") == (expected.stood_down is not None)
     # The metrics recorded once, by whichever side records them.
@@ -183,3 +191,29 @@ def test_each_model_call_counted_once_beside_the_client_instrumentation(setup) -
         else:
             assert span["name"].startswith("generate_content ")
             assert attributes[sc.GEN_AI_USAGE_INPUT_TOKENS] > 0
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize(
+    "setup",
+    [
+        "anthropic+traceloop",
+        "anthropic+traceloop sse",
+        "anthropic+traceloop+sdk",
+        "gemini+traceloop",
+    ],
+)
+def test_a_dropped_trace_still_counts_each_call_once_in_the_metrics(setup) -> None:
+    """The sampler drops the trace, not the metrics. Traceloop's instrumentations record the
+    token usage on some paths only (its anthropic one for streamed calls, not plain ones), so
+    under a dropped trace they are asked to record nothing and adk-otel records the metrics."""
+    with api_server(_api(setup)) as (url, _), ThreadPoolExecutor(2) as pool:
+        traced, alone = pool.map(
+            lambda mode: _child(url, setup, mode, sampled_out=True), ("adk-otel", "alone")
+        )
+    calls = 2
+    assert traced["spans"] == [] and alone["spans"] == []
+    assert traced["input_token_recordings"] == calls
+    assert traced["adk_otel_input_token_recordings"] == calls
+    assert traced["duration_recordings"] == calls
+    assert traced["input_token_metric"] <= alone["input_token_metric"]

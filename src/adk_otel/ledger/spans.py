@@ -257,7 +257,14 @@ class Ledger:
             # follows the parent): it shares its parent's non-recording span
             # and context instead of asking the SDK for another.
             entry = Entry(parent.span, key, parent, anchor, False)
-            entry._context = parent.context
+            if context_values:
+                made = parent.context
+                for name, value in context_values.items():
+                    made = otel_context.set_value(name, value, made)
+                setattr(made, _ENTRY, weakref.ref(entry))
+                entry._context = made
+            else:
+                entry._context = parent.context
         else:
             # _context when made already: no property call (this runs for every span).
             ctx = (parent._context or parent.context) if parent is not None else parent_context
@@ -320,6 +327,11 @@ class Ledger:
         """Whether a child of an unsampled span is never recorded (the SDK's
         ParentBased samplers, the default): then its attributes are not built."""
         self.records_all = not self._follows_parent
+
+    def drops_under(self, parent: Entry | None) -> bool:
+        """True when a span under ``parent`` is sure to be sampled out: its parent's trace
+        was dropped and the sampler follows the parent."""
+        return parent is not None and not parent.recording and self._follows_parent
 
     def will_record(self, parent: Entry | None) -> bool:
         """False when a span under ``parent`` is sure not to be recorded (its

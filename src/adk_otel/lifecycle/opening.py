@@ -136,6 +136,16 @@ def open_model(
         )
         name = sanitize.clean(f"generate_content {attrs.model_name(llm_request)}")
     stood_down = attributes.get(sc.ADK_INFERENCE_STOOD_DOWN)
+    metrics_by = attributes.get(sc.ADK_INFERENCE_METRICS_RECORDED_BY)
+    if stood_down is None and metrics_by in STAND_DOWN_KEYS and ledger.drops_under(parent):
+        # A dropped trace: Traceloop's instrumentations record its token usage on some paths
+        # only (a span that records; any streamed call), so they record none of it, by their
+        # own key, and adk-otel records the call's metrics.
+        stood_down = metrics_by
+        attributes = {
+            **{k: v for k, v in attributes.items() if k != sc.ADK_INFERENCE_METRICS_RECORDED_BY},
+            sc.ADK_INFERENCE_STOOD_DOWN: stood_down,
+        }
     stand_down_key = STAND_DOWN_KEYS.get(stood_down) if isinstance(stood_down, str) else None
     entry = ledger.start(
         keys.model(actions),
