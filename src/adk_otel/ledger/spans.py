@@ -276,8 +276,9 @@ class Ledger:
             if current:
                 # Entry.context written out: made here for the attach below.
                 made = trace.set_span_in_context(span)
-                for name, value in (context_values or {}).items():
-                    made = otel_context.set_value(name, value, made)
+                if context_values:
+                    for name, value in context_values.items():
+                        made = otel_context.set_value(name, value, made)
                 entry._context = made
                 setattr(made, _ENTRY, weakref.ref(entry))
         # No lock: each of these is one atomic operation, and a key names one

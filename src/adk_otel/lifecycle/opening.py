@@ -135,6 +135,31 @@ def open_model(
             else attrs.MODEL_KIND_ONLY
         )
         name = sanitize.clean(f"generate_content {attrs.model_name(llm_request)}")
+    stand_down: dict[str, object] | None = None
+    if (
+        sc.ADK_INFERENCE_STOOD_DOWN in attributes
+        or sc.ADK_INFERENCE_METRICS_RECORDED_BY in attributes
+    ):  # a client instrumentation records the call too (no call made otherwise)
+        attributes, stand_down = _stand_down(ledger, parent, attributes)
+    entry = ledger.start(
+        keys.model(actions),
+        name,
+        parent=parent,
+        kind=trace.SpanKind.CLIENT,
+        attributes=attributes,
+        anchor=actions,
+        clean=True,
+        current=True,
+        context_values=stand_down,
+    )
+    return entry
+
+
+def _stand_down(
+    ledger: TelemetryLedger, parent: Entry | None, attributes: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, object] | None]:
+    """The model call's attributes and the context value that asks a client instrumentation
+    to record nothing of it (``STAND_DOWN_KEYS``), if one is to."""
     stood_down = attributes.get(sc.ADK_INFERENCE_STOOD_DOWN)
     metrics_by = attributes.get(sc.ADK_INFERENCE_METRICS_RECORDED_BY)
     if stood_down is None and metrics_by in STAND_DOWN_KEYS and ledger.drops_under(parent):
@@ -146,19 +171,8 @@ def open_model(
             **{k: v for k, v in attributes.items() if k != sc.ADK_INFERENCE_METRICS_RECORDED_BY},
             sc.ADK_INFERENCE_STOOD_DOWN: stood_down,
         }
-    stand_down_key = STAND_DOWN_KEYS.get(stood_down) if isinstance(stood_down, str) else None
-    entry = ledger.start(
-        keys.model(actions),
-        name,
-        parent=parent,
-        kind=trace.SpanKind.CLIENT,
-        attributes=attributes,
-        anchor=actions,
-        clean=True,
-        current=True,
-        context_values=None if stand_down_key is None else {stand_down_key: True},
-    )
-    return entry
+    key = STAND_DOWN_KEYS.get(stood_down) if isinstance(stood_down, str) else None
+    return attributes, None if key is None else {key: True}
 
 
 def live_model_request(parent: Entry, llm_request: Any) -> None:
