@@ -20,6 +20,7 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from turns import ask_turns, metric_points  # this directory: the child runs as a script
 
 SETUPS = {
     # name: (model class, client instrumentation, streaming)
@@ -164,9 +165,7 @@ async def main(base_url: str, setup: str, traced: bool) -> None:
     instrumented = _instrument(client or "", provider, meters)
 
     from google.adk.agents import LlmAgent
-    from google.adk.agents.run_config import RunConfig, StreamingMode
     from google.adk.runners import InMemoryRunner
-    from google.genai import types
 
     runner = InMemoryRunner(
         agent=LlmAgent(name="clerk", model=_model(kind, base_url)), app_name="shop"
@@ -175,16 +174,7 @@ async def main(base_url: str, setup: str, traced: bool) -> None:
         import adk_otel
 
         runner = adk_otel.instrument(runner)
-    mode = StreamingMode.SSE if streaming else StreamingMode.NONE
-    for turn in range(2):
-        session = await runner.session_service.create_session(app_name="shop", user_id="u")
-        async for _ in runner.run_async(
-            user_id="u",
-            session_id=session.id,
-            new_message=types.UserContent(f"stock of A{turn}?"),
-            run_config=RunConfig(streaming_mode=mode),
-        ):
-            pass
+    await ask_turns(runner, turns=2, streaming=streaming)
     if "litellm" in sys.modules:
         # LiteLLM's callbacks run on its logging worker, after the call returns.
         from litellm.litellm_core_utils.logging_worker import GLOBAL_LOGGING_WORKER
@@ -204,25 +194,19 @@ async def main(base_url: str, setup: str, traced: bool) -> None:
         }
         for s in exporter.get_finished_spans()
     ]
-    token_metric, recordings, own, durations = 0.0, 0, 0, 0
-    data = reader.get_metrics_data()
-    for resource in data.resource_metrics if data is not None else ():
-        for scope in resource.scope_metrics:
-            for metric in scope.metrics:
-                if metric.name == "gen_ai.client.operation.duration":
-                    durations += sum(p.count for p in metric.data.data_points)  # type: ignore[attr-defined]
-                if metric.name == "gen_ai.client.token.usage":
-                    for point in metric.data.data_points:
-                        labels = point.attributes or {}
-                        # Traceloop's LiteLLM instrumentation (0.62) names it differently.
-                        token_type = labels.get("gen_ai.token.type") or labels.get(
-                            "gen_ai.usage.token_type"
-                        )
-                        if token_type == "input":
-                            token_metric += point.sum  # type: ignore[attr-defined]
-                            recordings += point.count  # type: ignore[attr-defined]
-                            if scope.scope.name == "adk_otel":
-                                own += point.count  # type: ignore[attr-defined]
+    durations = sum(
+        point.count for _, point in metric_points(reader, "gen_ai.client.operation.duration")
+    )
+    token_metric, recordings, own = 0.0, 0, 0
+    for scope, point in metric_points(reader, "gen_ai.client.token.usage"):
+        labels = point.attributes or {}
+        # Traceloop's LiteLLM instrumentation (0.62) names it differently.
+        token_type = labels.get("gen_ai.token.type") or labels.get("gen_ai.usage.token_type")
+        if token_type == "input":
+            token_metric += point.sum
+            recordings += point.count
+            if scope == "adk_otel":
+                own += point.count
     found = {
         "instrumented": instrumented,
         "input_token_metric": token_metric,

@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 from google.adk.agents import LlmAgent
-from google.adk.agents.run_config import RunConfig, StreamingMode
 from google.adk.models.google_llm import Gemini
 from google.adk.runners import InMemoryRunner
 from google.genai import types
@@ -40,6 +39,7 @@ import adk_otel
 from adk_otel import semconv as sc
 
 from .api_servers import api_server
+from .turns import ask_turns, metric_points
 
 PROMPT_TOKENS = 40  # what the local server reports for each call (api_servers.USAGE)
 LLM_OPERATIONS = {"generate_content", "chat", "text_completion"}
@@ -91,29 +91,14 @@ async def _run(
             tracer_provider=provider,
             meter_provider=meters,
         )
-        mode = StreamingMode.SSE if stream else StreamingMode.NONE
-        for turn in range(calls):
-            session = await runner.session_service.create_session(app_name="shop", user_id="u")
-            async for _ in runner.run_async(
-                user_id="u",
-                session_id=session.id,
-                new_message=types.UserContent(f"stock of A{turn}?"),
-                run_config=RunConfig(streaming_mode=mode),
-            ):
-                pass
+        await ask_turns(runner, turns=calls, streaming=stream)
     finally:
         for instrumentor in reversed(instrumentors):  # innermost last, as wrappers unwind
             instrumentor.uninstrument()
     tokens: dict[str, float] = {}
-    data = reader.get_metrics_data()
-    for resource in data.resource_metrics if data is not None else ():
-        for scope in resource.scope_metrics:
-            for metric in scope.metrics:
-                if metric.name != "gen_ai.client.token.usage":
-                    continue
-                for point in metric.data.data_points:
-                    kind = str((point.attributes or {}).get("gen_ai.token.type"))
-                    tokens[kind] = tokens.get(kind, 0) + point.sum  # type: ignore[attr-defined]
+    for _, point in metric_points(reader, "gen_ai.client.token.usage"):
+        kind = str((point.attributes or {}).get("gen_ai.token.type"))
+        tokens[kind] = tokens.get(kind, 0) + point.sum
     return list(exporter.get_finished_spans()), tokens
 
 

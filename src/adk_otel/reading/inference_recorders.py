@@ -58,7 +58,7 @@ from ..util import wrappers
 from ..util.redact import guarded
 
 logger: logging.Logger = guarded(logging.getLogger(__name__))
-_told: set[str] = set()
+_told: set[Recorder] = set()
 
 
 @dataclass(frozen=True, slots=True)
@@ -334,20 +334,16 @@ def inference_recorder(kind: str, model: Any, *, streaming: bool) -> Recorder | 
 
 def _say_stood_down(recorder: Recorder) -> None:
     """Say once, for each pair, that a recorder is asked to stand down and how to keep it."""
-    pair = f"{recorder.stood_down} {recorder.name}"
-    if pair in _told:
+    if recorder in _told:  # a frozen Recorder names the pair: no string made per call
         return
-    _told.add(pair)
-    keep = (
-        "ANTHROPIC_OPEN_TELEMETRY=false keeps Traceloop's instead"
-        if recorder.name == ANTHROPIC_SDK.name
-        else f"uninstrumenting {recorder.name} keeps Traceloop's instead"
-    )
+    _told.add(recorder)
+    sdk = recorder.name == ANTHROPIC_SDK.name
     logger.warning(
         "adk-otel: %s and %s both record each of ADK's model calls; adk-otel asks %s to "
-        "record none of them (by Traceloop's own context key), so each is counted once (%s)",
+        "record none of them (by Traceloop's own context key), so each is counted once (%s "
+        "keeps Traceloop's instead)",
         recorder.stood_down,
-        "the anthropic SDK's own tracing" if recorder.name == ANTHROPIC_SDK.name else recorder.name,
+        "the anthropic SDK's own tracing" if sdk else recorder.name,
         recorder.stood_down,
-        keep,
+        "ANTHROPIC_OPEN_TELEMETRY=false" if sdk else f"uninstrumenting {recorder.name}",
     )
