@@ -73,6 +73,7 @@ if TYPE_CHECKING:
     from google.adk.models.llm_response import LlmResponse
     from google.adk.tools.base_tool import BaseTool
     from google.adk.tools.tool_context import ToolContext
+    from google.genai import types
 
 logger: logging.Logger = guarded(logging.getLogger(__name__))
 
@@ -214,33 +215,33 @@ class AdkOtelPlugin(BasePlugin):
     # -- run hooks -------------------------------------------------------
 
     @override
+    async def on_user_message_callback(
+        self, *, invocation_context: InvocationContext, user_message: types.Content
+    ) -> None:
+        # The run opens as ADK takes its message, before before_run: the
+        # runner's own work in between (the message's session write) is the
+        # run's too, as under ADK's own run span.
+        try:
+            if id(invocation_context) not in self._runs.by_context:
+                self._open_run(invocation_context)
+        except Exception:
+            self._guard.failed("on_user_message_callback")
+
+    @override
     async def before_run_callback(self, *, invocation_context: InvocationContext) -> None:
         try:
-            if id(invocation_context) in self._runs.by_context:
+            run = self._runs.by_context.get(id(invocation_context))
+            if run is not None and run.began:
                 return  # called again: the close witness just went in front (sharing.py)
             first = runs.put_first(self, invocation_context)
-            if not self._looked_around:
-                # At the first run every instrumentation the application set up is in place.
-                self._looked_around = True
-                self._answer_for_adk()
+            if run is None:
+                run = self._open_run(invocation_context)
+            else:
+                self._runs.refile(run, invocation_context)
+            run.began = True
             ledger = self._ledger
-            if self._processors is not None:
-                self._processors.check()
             root = getattr(invocation_context, "agent", None)
-            # ADK's run span, as adk-otel answered it: claimed, so what ADK
-            # opens under it joins this run (a run nobody claims keeps ADK's spans).
-            current = trace.get_current_span()
-            adk_root = current if type(current) is nodes.RunRoot else nodes.run_root(current)
-            if adk_root is not None:
-                adk_root.claimed = True
-            run = self._runs.open(
-                ledger,
-                invocation_context,
-                self._user_id,
-                self._close_run,
-                adk_root,
-                current=True,
-            )
+            adk_root = run.adk_root
             run.manager = self._sharing.enlist(invocation_context, first)
             eval_runs.label(run.entry.span, invocation_context, self._telemetry)
             if root is None:
@@ -265,6 +266,30 @@ class AdkOtelPlugin(BasePlugin):
                 run.quiet = runs.is_quiet(run, ledger)
         except Exception:
             self._guard.failed("before_run_callback")
+
+    def _open_run(self, invocation_context: Any) -> runs.Run:
+        """Open the run's invocation span at its first hook, and make it the
+        parent of whatever starts under ADK's run span from then on."""
+        if not self._looked_around:
+            # At the first run every instrumentation the application set up is in place.
+            self._looked_around = True
+            self._answer_for_adk()
+        ledger = self._ledger
+        if self._processors is not None:
+            self._processors.check()
+        # ADK's run span, as adk-otel answered it: claimed, so what ADK
+        # opens under it joins this run (a run nobody claims keeps ADK's spans).
+        current = trace.get_current_span()
+        adk_root = current if type(current) is nodes.RunRoot else nodes.run_root(current)
+        if adk_root is not None:
+            adk_root.claimed = True
+        run = self._runs.open(
+            ledger, invocation_context, self._user_id, self._close_run, adk_root, current=True
+        )
+        if adk_root is not None:
+            run.adk_root = adk_root
+            adk_root.carry(run.entry.span.get_span_context())
+        return run
 
     def _unpropagated(self, root: Any) -> bool:
         """Whether ``root``'s remote agents do not carry the trace yet (the

@@ -84,6 +84,10 @@ class Run:
     quiet: bool = False
     """Nothing under it can be recorded (see :func:`is_quiet`): its agent,
     model and tool hooks return at once."""
+    adk_root: Any = None
+    """ADK's run span as adk-otel answered it (a ``nodes.RunRoot``), when it is one."""
+    began: bool = False
+    """Its ``before_run`` ran (the span may open earlier, at ``on_user_message``)."""
 
     def report(self, entry: Entry) -> Reported:
         """What ``entry``'s remote agent reported so far (made empty at first)."""
@@ -274,6 +278,23 @@ class Runs:
             watch.closers.append(functools.partial(close, run))
         _watch_task(run, close)
         return run
+
+    def refile(self, run: Run, invocation_context: Any) -> None:
+        """File ``run`` again under its invocation id, when a plugin's rewritten
+        message moved it (a function response resuming another invocation)
+        between the hook that opened it and ``before_run``."""
+        invocation_id = getattr(invocation_context, "invocation_id", run.invocation_id)
+        if invocation_id == run.invocation_id or not isinstance(invocation_id, str):
+            return
+        runs = self.by_invocation.get(run.invocation_id)
+        if runs and run in runs:
+            runs.remove(run)
+            if not runs:
+                del self.by_invocation[run.invocation_id]
+        run.invocation_id = invocation_id
+        self.by_invocation.setdefault(invocation_id, []).append(run)
+        run.ids = attrs.ids(invocation_id, getattr(invocation_context.session, "id", None))
+        run.entry.span.set_attributes(run.ids)
 
     def pop_agent(self, invocation_id: str, name: str) -> tuple[Entry | None, Run | None]:
         """The innermost open span of agent ``name``, taken off its run's
