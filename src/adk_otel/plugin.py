@@ -222,21 +222,23 @@ class AdkOtelPlugin(BasePlugin):
         # runner's own work in between (the message's session write) is the
         # run's too, as under ADK's own run span.
         try:
-            if id(invocation_context) not in self._runs.by_context:
-                self._open_run(invocation_context)
+            self._open_run(invocation_context)  # ADK calls it once per run, never live
         except Exception:
             self._guard.failed("on_user_message_callback")
 
     @override
     async def before_run_callback(self, *, invocation_context: InvocationContext) -> None:
         try:
-            run = self._runs.by_context.get(id(invocation_context))
+            try:
+                run: runs.Run | None = self._runs.by_context[id(invocation_context)]
+            except KeyError:
+                run = None  # no user message (a resumed run): the run opens here
             if run is not None and run.began:
                 return  # called again: the close witness just went in front (sharing.py)
             first = runs.put_first(self, invocation_context)
             if run is None:
                 run = self._open_run(invocation_context)
-            else:
+            elif run.invocation_id != invocation_context.invocation_id:
                 self._runs.refile(run, invocation_context)
             run.began = True
             ledger = self._ledger
@@ -287,8 +289,8 @@ class AdkOtelPlugin(BasePlugin):
             ledger, invocation_context, self._user_id, self._close_run, adk_root, current=True
         )
         if adk_root is not None:
-            run.adk_root = adk_root
-            adk_root.carry(run.entry.span.get_span_context())
+            # What starts under ADK's run span from now on is the run's.
+            run.adk_root, adk_root.run_span = adk_root, run.entry.span
         return run
 
     def _unpropagated(self, root: Any) -> bool:

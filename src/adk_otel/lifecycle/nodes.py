@@ -108,7 +108,7 @@ class RunRoot(NonRecordingSpan):
         "name",
         "native",
         "own",
-        "run_context",
+        "run_span",
         "runs",
         "scope",
         "started",
@@ -144,20 +144,16 @@ class RunRoot(NonRecordingSpan):
         self.started: int = time.time_ns()
         self.native: Span | None = None
         """ADK's own run span, started when the first span of an unclaimed run opens."""
-        self.run_context: SpanContext | None = None
-        """The claiming run's invocation span context (see :meth:`carry`)."""
-
-    def carry(self, run_context: SpanContext) -> None:
-        """From now on this span stands for the run's invocation span: whatever
-        ADK's runner (its session, artifact and memory services, compaction),
-        another plugin or a node's own code starts under ADK's run span is a
-        child of the invocation span, as it was of ADK's own run span."""
-        if run_context.is_valid:
-            self.run_context = run_context
+        self.run_span: Span | None = None
+        """The invocation span of the run that claimed it (see :meth:`get_span_context`)."""
 
     def get_span_context(self) -> SpanContext:
-        run_context = self.run_context
-        return run_context if run_context is not None else self._context
+        """Claimed, this span stands for the run's invocation span: whatever
+        ADK's runner (its session, artifact and memory services, compaction),
+        another plugin or a node's own code starts under ADK's run span is a
+        child of the invocation span, as it would be of ADK's own run span."""
+        run_span = self.run_span
+        return run_span.get_span_context() if run_span is not None else self._context
 
     def native_context(self, context: otel_context.Context | None) -> otel_context.Context:
         """``context`` with ADK's own run span in place of this one: for the
