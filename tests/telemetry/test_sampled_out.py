@@ -43,7 +43,12 @@ def sampled_provider(sampler) -> tuple[TracerProvider, InMemorySpanExporter]:
     return provider, exporter
 
 
-async def test_a_dropped_trace_costs_no_attributes_and_keeps_its_metrics() -> None:
+@pytest.mark.parametrize("plugin_only", [False, True], ids=["instrument", "plugin-only"])
+async def test_a_dropped_trace_costs_no_attributes_and_keeps_its_metrics(
+    plugin_only: bool,
+) -> None:
+    """Both model-call metrics are kept, the duration and the token usage (each
+    recorded at its own hook: the call's end, its response)."""
     provider, exporter = sampled_provider(ParentBased(ALWAYS_OFF))
     _, _, meter_provider, reader = providers()
     rec = await run(
@@ -51,6 +56,7 @@ async def test_a_dropped_trace_costs_no_attributes_and_keeps_its_metrics() -> No
         recorded=Recorded(exporter=exporter, reader=reader),
         tracer_provider=provider,
         meter_provider=meter_provider,
+        plugin_only=plugin_only,
     )
 
     assert rec.error is None
@@ -63,11 +69,24 @@ async def test_a_dropped_trace_costs_no_attributes_and_keeps_its_metrics() -> No
     )
     assert point.count == 2
     assert point.attributes[sc.GEN_AI_REQUEST_MODEL] == "scripted-model"
+    for token_type, tokens in (("input", 12), ("output", 7)):  # the scripted model's usage
+        usage = rec.point(
+            sc.METRIC_CLIENT_TOKEN_USAGE,
+            {sc.GEN_AI_OPERATION_NAME: "generate_content", sc.GEN_AI_TOKEN_TYPE: token_type},
+        )
+        assert (usage.count, usage.sum) == (2, 2 * tokens)
+        assert usage.attributes[sc.GEN_AI_REQUEST_MODEL] == "scripted-model"
 
 
-async def test_the_cheap_path_is_taken_only_when_the_parent_decides(monkeypatch) -> None:
+@pytest.mark.parametrize("plugin_only", [False, True], ids=["instrument", "plugin-only"])
+async def test_the_cheap_path_is_taken_only_when_the_parent_decides(
+    monkeypatch, plugin_only: bool
+) -> None:
     """With no metrics, a dropped trace's child spans get their layer only (no
-    attributes built from ADK objects); a kept trace gets every attribute."""
+    attributes built from ADK objects); a kept trace gets every attribute. Through
+    ``instrument()`` a quiet run returns before any span opens; through the plugin
+    alone (``Runner(plugins=[AdkOtelPlugin()])``) every hook opens its span, and
+    each opening must see the dropped parent itself."""
     from adk_otel.reading import attributes
 
     built: list[str] = []
@@ -79,8 +98,12 @@ async def test_the_cheap_path_is_taken_only_when_the_parent_decides(monkeypatch)
 
     dropped, _ = sampled_provider(ParentBased(ALWAYS_OFF))
     no_metrics = NoOpMeterProvider()  # explicit: a global one may exist in this process
-    rec = await run(clerk(), tracer_provider=dropped, meter_provider=no_metrics)
+    rec = await run(
+        clerk(), tracer_provider=dropped, meter_provider=no_metrics, plugin_only=plugin_only
+    )
     assert rec.error is None and built == []
+    plugin = plugin_of(rec.runner)
+    assert plugin is not None and plugin.open_spans == 0 and plugin.internal_errors == 0
 
     kept, exporter = sampled_provider(ParentBased(TraceIdRatioBased(1.0)))
     await run(
@@ -88,6 +111,7 @@ async def test_the_cheap_path_is_taken_only_when_the_parent_decides(monkeypatch)
         recorded=Recorded(exporter=exporter, reader=None),
         tracer_provider=kept,
         meter_provider=no_metrics,
+        plugin_only=plugin_only,
     )
     assert sorted(set(built)) == ["agent_opening", "model_opening", "tool_opening"]
     tool = next(s for s in exporter.get_finished_spans() if s.name == "execute_tool lookup")
