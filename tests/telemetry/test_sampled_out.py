@@ -16,7 +16,7 @@ from opentelemetry.metrics import NoOpMeterProvider
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ParentBased, TraceIdRatioBased
+from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ALWAYS_ON, ParentBased, TraceIdRatioBased
 
 import adk_otel
 from adk_otel import plugin_of
@@ -47,8 +47,9 @@ def sampled_provider(sampler) -> tuple[TracerProvider, InMemorySpanExporter]:
 async def test_a_dropped_trace_costs_no_attributes_and_keeps_its_metrics(
     plugin_only: bool,
 ) -> None:
-    """Both model-call metrics are kept, the duration and the token usage (each
-    recorded at its own hook: the call's end, its response)."""
+    """Its metrics are kept: both model-call metrics, the duration and the token usage
+    (each recorded at its own hook: the call's end, its response), and every other a kept
+    trace records."""
     provider, exporter = sampled_provider(ParentBased(ALWAYS_OFF))
     _, _, meter_provider, reader = providers()
     rec = await run(
@@ -76,6 +77,31 @@ async def test_a_dropped_trace_costs_no_attributes_and_keeps_its_metrics(
         )
         assert (usage.count, usage.sum) == (2, 2 * tokens)
         assert usage.attributes[sc.GEN_AI_REQUEST_MODEL] == "scripted-model"
+
+    # Every metric a kept trace records, the dropped one records alike: each stream, its
+    # dimensions and its recordings (the agent's, the tool's and the invocation's too).
+    kept, kept_exporter = sampled_provider(ParentBased(ALWAYS_ON))
+    _, _, kept_meters, kept_reader = providers()
+    kept_rec = await run(
+        clerk(),
+        recorded=Recorded(exporter=kept_exporter, reader=kept_reader),
+        tracer_provider=kept,
+        meter_provider=kept_meters,
+        plugin_only=plugin_only,
+    )
+    assert kept_exporter.get_finished_spans()
+    assert recordings(rec) == recordings(kept_rec)
+    assert len(recordings(rec)) >= 5
+
+
+def recordings(rec: Recorded) -> list[tuple[str, list[tuple[str, object]], object]]:
+    """Each metric point of a run: its stream, its dimensions and how many recordings it
+    holds (a counter's value), timings left out."""
+    return sorted(
+        (name, sorted(point.attributes.items()), getattr(point, "count", None) or point.value)
+        for name in rec.metrics()
+        for point in rec.points(name)
+    )
 
 
 @pytest.mark.parametrize("plugin_only", [False, True], ids=["instrument", "plugin-only"])
