@@ -84,6 +84,7 @@ def test_foreign_spans_are_in_the_run_as_under_adk_alone(services, name, path):
     assert traced["clean"], services[name]
 
 
+@pytest.mark.timeout(120)  # four set-ups run, ADK importing its tools' modules at first use
 @pytest.mark.parametrize("path", ["runner", "app"])
 async def test_foreign_spans_sit_under_the_span_of_their_layer(path, recorder, caplog):
     """The runner's own writes under the invocation, a tool's under its tool
