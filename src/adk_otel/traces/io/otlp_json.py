@@ -18,6 +18,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import os
 import re
 import sys
 import threading
@@ -91,14 +92,23 @@ def _append(destination: str | Path | IO[str], lines: list[str]) -> None:
         destination.write(text)
 
 
+TRACES_FILE_ENV = "ADK_OTEL_TRACES_FILE"
+DEFAULT_TRACES_FILE = "adk-otel-traces.jsonl"
+
+
 class OtlpJsonFileExporter(SpanExporter):
     """A ``SpanExporter`` appending each export batch as one line to a file.
 
-    For CI without a collector: export the app's spans here, then run
-    ``adk-otel check`` on the file. Thread-safe; lines are never interleaved.
+    Traces kept without a collector: ``OTEL_TRACES_EXPORTER=otlp_json_file``
+    (its entry point) or ``instrument(..., traces_file=PATH)``, then
+    ``adk-otel tree`` / ``check`` / ``summarize`` on the file. ``path``
+    defaults to ``ADK_OTEL_TRACES_FILE``, else ``adk-otel-traces.jsonl`` in the
+    working directory. Thread-safe; lines are never interleaved.
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path | None = None) -> None:
+        if path is None:
+            path = os.environ.get(TRACES_FILE_ENV, "").strip() or DEFAULT_TRACES_FILE
         self.path: Path = Path(path)
         self._lock = threading.Lock()
         self._closed = False
