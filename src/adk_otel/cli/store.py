@@ -23,7 +23,7 @@ from ..traces.io.limits import ReadLimits
 from ..traces.io.model import SpanRecord
 from ..traces.store import engine, spans
 from ..traces.store.engine import StoreError, is_store
-from ..traces.store.runs import summarize_sides, summarize_store
+from ..traces.store.runs import summarize_sides, summarize_store, why_none_selected
 from ..traces.store.selection import Selection, SelectionError
 
 __all__ = ["Selection", "SelectionError", "StoreError", "is_store"]
@@ -93,8 +93,8 @@ def summary(source: str, selection: Selection, group_by: Sequence[str]) -> Summa
     label = str(location) + (f" [{selection.text}]" if selection.text else "")
     with engine.open_store(location) as store:
         result = summarize_store(store, selection, group_by, source=label)
-    if not result.runs:
-        raise StoreError(f"{label}: no run selected (no adk-otel invocation span)")
+        if not result.runs:
+            raise StoreError(f"{label}: no run selected ({why_none_selected(store, selection)})")
     return result
 
 
@@ -106,9 +106,10 @@ def summaries(
     labels = [str(location) + (f" [{s.text}]" if s.text else "") for s in selections]
     with engine.open_store(location) as store:
         results = summarize_sides(store, selections, group_by, sources=labels)
-    for label, result in zip(labels, results, strict=True):
-        if not result.runs:
-            raise StoreError(f"{label}: no run selected (no adk-otel invocation span)")
+        for label, selection, result in zip(labels, selections, results, strict=True):
+            if not result.runs:
+                why = why_none_selected(store, selection)
+                raise StoreError(f"{label}: no run selected ({why})")
     return results
 
 
@@ -121,9 +122,10 @@ def records(
     with engine.open_store(source) as store:
         table = spans.checked_table(store)
         found = spans.read_spans(store, table, condition, selection=selection, limit=limit)
-    if not found:
-        shown = f" matching {selection.text}" if selection.text else ""
-        raise StoreError(f"{engine.parse(source)}: no span{shown}")
+        if not found:
+            shown = f" matching {selection.text}" if selection.text else ""
+            why = f" ({why_none_selected(store, selection)})" if selection.where else ""
+            raise StoreError(f"{engine.parse(source)}: no span{shown}{why}")
     return found
 
 

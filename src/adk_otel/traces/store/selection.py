@@ -6,9 +6,12 @@ A selection is written ``KEY=VALUE[,KEY=VALUE...]`` (``--baseline``,
 (ISO 8601, UTC unless it says otherwise); ``trace_id`` keeps one trace;
 ``service.name`` is the resource's; any other key is the invocation span's
 attribute, else its resource's (``service.version=1.5``,
-``deployment.environment=prod``). A key given again allows another value;
-different keys must all hold. Every condition is on the run's invocation
-span; its other spans are found by trace and ADK invocation id.
+``deployment.environment=prod``); the short keys of every ``--where``
+(``outcome``, ``app``, ``user``, ``session``, ``category``, ``error``,
+``service``, ``version``: ``semconv.RUN_KEY_ALIASES``) stand for their
+attributes. Keys and values are trimmed. A key given again allows another
+value; different keys must all hold. Every condition is on the run's
+invocation span; its other spans are found by trace and ADK invocation id.
 """
 
 from __future__ import annotations
@@ -92,9 +95,11 @@ class Selection:
             words.append(f"service.name={service}")
         for term in where:
             key, sep, value = term.partition("=")
-            key = key.strip()
+            key, value = key.strip(), value.strip()
             if not sep or not key:
                 raise SelectionError(f"{term!r}: a condition is KEY=VALUE")
+            short = key.replace("-", "_")
+            key = sc.RUN_KEY_ALIASES.get(short, short if short in SPECIAL else key)
             words.append(f"{key}={value}")
             if key == "since":
                 since = value
