@@ -14,7 +14,10 @@ Guide: docs/compare.md ("Runs in ClickHouse").
 from __future__ import annotations
 
 import argparse
+import shutil
+import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from ..traces.comparisons.runs import Summary
@@ -150,9 +153,44 @@ def add_load_command(commands: Any, limit_arguments: Any) -> None:
 
 
 def cmd_load(args: argparse.Namespace, limits: ReadLimits) -> tuple[int, str]:
+    """Every input is read through before anything is written, so unusable
+    input leaves the store as it was (a new embedded store is not made)."""
     if not is_store(args.into):
         raise StoreError(f"--into {args.into}: give chdb:DIRECTORY or clickhouse://HOST:PORT/DB")
-    with engine.open_store(args.into, create=True) as store:
-        written = spans.load(store, iter_records(args.files, limits=limits))
-        location = store.location
-    return 0, f"adk-otel load: {written} spans into {location.qualified} of {location}\n"
+    held = list(iter_records(args.files, limits=limits)) if "-" in args.files else None
+    seen = spans.IdTally()
+    for record in held if held is not None else iter_records(args.files, limits=limits):
+        seen.add(record)
+    if not seen.spans:
+        raise StoreError("no span in the input: nothing loaded")
+    location = engine.parse(args.into)
+    new = location.kind == "chdb" and not Path(location.path).exists()
+    try:
+        with engine.open_store(location, create=True) as store:
+            again = held if held is not None else iter_records(args.files, limits=limits)
+            written = spans.load(store, again)
+            duplicates = spans.duplicate_count(store)
+    except BaseException:
+        if new:
+            shutil.rmtree(location.path, ignore_errors=True)
+        raise
+    lines = [f"adk-otel load: {written} spans into {location.qualified} of {location}"]
+    if duplicates:
+        lines.append(
+            f"  the store holds {duplicates} duplicate spans (same trace and span id: the "
+            "same files loaded again?); every command counts each once"
+        )
+    if seen.repeated:
+        _say(
+            f"warning: {seen.repeated} spans reuse the trace and span id of a different "
+            "span: their runs share trace ids, so later runs are dropped as duplicates. "
+            "An app that seeds Python's random (random.seed) gets the same ids in every "
+            "run: the OpenTelemetry SDK draws them from it. Seed a random.Random() of "
+            "your own instead"
+        )
+    return 0, "\n".join(lines) + "\n"
+
+
+def _say(note: str) -> None:
+    if sys.stderr is not None:
+        print(f"adk-otel: {note}", file=sys.stderr)
