@@ -412,7 +412,7 @@ def test_any_state_leaves_the_run_whole_and_gives_a_case_adk_accepts(state: dict
         (["--since", "2026-02-01", "--until", "2026-01-01"], "--until must be later than"),
         (["--set-id", "my set"], "--set-id 'my set': an eval set id is letters, digits and _"),
         (["--trace-id", "xyz"], "--trace-id 'xyz': a trace id is 32 hex digits"),
-        (["--where", "user=nobody"], "no run matches --where user=nobody (5 runs read; user holds "),
+        (["--where", "user=nobody"], "no run matches --where user=nobody (5 runs read; user"),
     ],
 )
 def test_bad_arguments_are_one_line(traces, capsys, argv: list[str], message: str) -> None:
