@@ -27,9 +27,9 @@ from ..traces.io.model import SpanRecord
 from ..traces.store import engine, spans
 from ..traces.store.engine import StoreError, is_store
 from ..traces.store.runs import summarize_sides, summarize_store, why_none_selected
-from ..traces.store.selection import Selection, SelectionError
+from ..traces.store.selection import Selection, SelectionError, why_none_matched
 
-__all__ = ["Selection", "SelectionError", "StoreError", "is_store"]
+__all__ = ["Selection", "SelectionError", "StoreError", "is_store", "why_none_matched"]
 
 
 def add_selection_arguments(
@@ -88,6 +88,16 @@ def selection_of(args: argparse.Namespace, *, where: bool = True) -> Selection:
         until=getattr(args, "until", None),
         trace_ids=getattr(args, "trace_id", None) or (),
     )
+
+
+def file_selection(args: argparse.Namespace) -> Selection | None:
+    """``--where``, ``--since`` and ``--until`` for trace files (None: not given):
+    the store's language, checked on each run's invocation span as it is read."""
+    where = getattr(args, "where", None) or ()
+    since, until = getattr(args, "since", None), getattr(args, "until", None)
+    if not (where or since or until):
+        return None
+    return Selection.build(where=where, since=since, until=until)
 
 
 def summary(source: str, selection: Selection, group_by: Sequence[str]) -> Summary:
