@@ -67,6 +67,10 @@ def test_tree_names_adk_otels_own_files(exported_file: Path, tmp_path: Path, cap
         ("service.name=nope", "service.name holds '"),  # its name: as the test's environment
         (" adk.outcome = ok ", "outcome holds 'error' (1 runs)"),
         ("outcme=error", "unknown key 'outcme' (did you mean outcome?)"),
+        # Selected (then refused for want of content, which the shop trace never captured):
+        ("adk.outcome=error", "captured without content"),
+        ("adk.app.name = shop", "captured without content"),
+        ("adk.span.kind=invocation", "captured without content"),  # any attribute key
     ],
 )
 def test_evalset_where_speaks_every_commands_keys(

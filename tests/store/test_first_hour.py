@@ -93,3 +93,19 @@ def test_repeated_ids_of_different_runs_name_seeded_random(tmp_path, capsys):
     assert "random.seed" in err
     code, _, err = run(capsys, "load", str(source), "--into", f"chdb:{tmp_path / 's'}")
     assert "reuse" in err  # said on every load of them
+
+
+def test_failed_load_into_a_store_adds_nothing(loaded, tmp_path, capsys, monkeypatch):
+    from functools import partial
+
+    from adk_otel.traces.store import spans
+
+    # A row at a time, so a load that wrote as it read would have written some.
+    monkeypatch.setattr(spans, "load", partial(spans.load, batch=1))
+    _, before, _ = run(capsys, "summarize", loaded)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"bad": 1}\n')
+    code, _, err = run(capsys, "load", str(tmp_path / "runs.jsonl"), str(bad), "--into", loaded)
+    assert code == 2 and "bad.jsonl" in err
+    code, after, _ = run(capsys, "summarize", loaded)
+    assert code == 0 and after == before
