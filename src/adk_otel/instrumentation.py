@@ -68,6 +68,10 @@ def instrument(target: Target, **options: Unpack[OptionArguments]) -> Target:
     of the app's own (``None``: the built-in rules); ``result_failures=False``
     (or ``ADK_OTEL_RESULT_FAILURES=false``) stops tool results in an error
     shape from ending their span ERROR.
+    ``traces_file`` (a path) appends the spans to that file as OTLP JSON lines,
+    which ``adk-otel tree``, ``summarize`` and the other commands read: traces
+    kept without a collector (``OTEL_TRACES_EXPORTER=otlp_json_file`` does the
+    same from the environment).
 
     Adds an :class:`AdkOtelPlugin` ahead of the other plugins (so no other
     plugin's early return can hide a hook from it) and, for a Runner, wraps

@@ -289,3 +289,18 @@ class Outcome(StrEnum):
     """A run that stopped to wait for input: a request for human input, a
     long-running tool's result (``adk.interrupt.ids``). The run that resumes
     it links to it."""
+
+
+RUN_KEY_ALIASES = {
+    "outcome": ADK_OUTCOME,
+    "app": ADK_APP_NAME,
+    "user": USER_ID,
+    "session": GEN_AI_CONVERSATION_ID,
+    "category": ADK_ERROR_CATEGORY,
+    "error": ERROR_TYPE,
+    "service": "service.name",
+    "version": "service.version",
+}
+"""The short keys every reading command's ``--where`` takes, each for an
+attribute of a run's invocation span (else its resource): ``outcome=error``
+is ``adk.outcome=error`` wherever runs are selected."""

@@ -83,3 +83,26 @@ def test_any_bytes_as_the_spec(spec: bytes) -> None:
         path.write_bytes(spec)
         result = _run("check", str(DATA / "collector_shop.jsonl"), "--expect", str(path))
         _one_line_or_fine(*result, (0, 1, 2))
+
+
+where_terms = st.builds(
+    lambda key, sep, value: key + sep + value,
+    st.one_of(st.sampled_from(("outcome", "adk.outcome", " version ", "service.name")), st.text()),
+    st.sampled_from(("=", " = ", "", "==")),
+    st.text(max_size=40),
+)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    command=st.sampled_from(("tree", "summarize", "evalset")),
+    terms=st.lists(where_terms, min_size=1, max_size=3),
+    since=st.one_of(st.none(), st.text(max_size=30)),
+)
+def test_any_where_on_trace_files(command: str, terms: list[str], since: str | None) -> None:
+    argv = [command, str(DATA / "collector_shop.jsonl")]
+    for term in terms:
+        argv += ["--where", term]
+    if since is not None and not since.startswith("-"):
+        argv += ["--since", since]
+    _one_line_or_fine(*_run(*argv), (0, 2))

@@ -6,6 +6,8 @@ own parser; every Python snippet compiles."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import re
 import shlex
@@ -99,6 +101,48 @@ def test_the_getting_started_app_prints_its_trace_and_its_test_passes(
     pytester.makepyfile(test_app=test)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "test_app.py")
     result.assert_outcomes(passed=1)
+
+
+def test_the_getting_started_file_exporter_keeps_a_file_tree_reads(
+    pytester: pytest.Pytester,
+) -> None:
+    """The page's first way to see a trace: the file exporter, then ``adk-otel tree``."""
+    page = ROOT / "docs" / "getting-started.md"
+    [app] = (b for b in blocks(page, "python") if b.startswith("# app.py"))
+    [block] = (b for b in blocks(page, "bash") if "OTEL_TRACES_EXPORTER=otlp_json_file" in b)
+    run_line, tree_line = block.strip().splitlines()
+    pytester.makepyfile(app=app)
+    *assignments, python, script = shlex.split(run_line)
+    assert (python, script) == ("python", "app.py")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "ADK_OTEL_"))}
+    env.update(a.split("=", 1) for a in assignments)
+    done = subprocess.run(
+        [sys.executable, script],
+        cwd=pytester.path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "WARNING" not in done.stderr, done.stderr
+    command, *arguments = shlex.split(tree_line)
+    assert command == "adk-otel"
+    from adk_otel.cli import main
+
+    cwd = os.getcwd()
+    os.chdir(pytester.path)
+    try:
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            assert main([*arguments, "--no-color"]) == 0
+    finally:
+        os.chdir(cwd)
+    documented = next(b for b in blocks(page, "text") if b.startswith("invocation shop"))
+    shape = [re.sub(r" [0-9.]+ms$", "", line) for line in documented.strip().splitlines()]
+    assert [re.sub(r" [0-9.]+ms$", "", line) for line in out.getvalue().strip().splitlines()] == (
+        shape
+    )
 
 
 def _command_lines() -> list[tuple[str, str]]:

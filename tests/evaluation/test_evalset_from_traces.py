@@ -326,7 +326,8 @@ def test_a_failed_run_becomes_a_case_a_person_completes_then_it_guards_the_fix(
     assert code == 0, err
     # The session with the failed run, both its turns; the other session left out.
     assert "wrote 1 case(s), 2 invocation(s) (1 run(s) selected)" in report
-    assert "needs a person:" in report
+    assert "1 of 1 case(s) need a person before adk eval runs them" in report
+    assert len(report.splitlines()) == 2  # the notes are in the file, one line says so
     assert "conversation[1]: the run ended error (tool lookup: " in report
     assert "BuggyLookupFailed: no shelf for Q7" in report
     document = json.loads(out.read_text())
@@ -339,9 +340,8 @@ def test_a_failed_run_becomes_a_case_a_person_completes_then_it_guards_the_fix(
         ("lookup", {"sku": "Q7"})
     ]
     assert turn["intermediate_data"]["tool_responses"] == []
-    assert case["adk_otel"]["todo"] == [
-        line.strip() for line in report.splitlines() if line.startswith("    ")
-    ]
+    [note] = case["adk_otel"]["todo"]
+    assert f"(first: {note})" in report  # the file holds the notes; the line quotes the first
     loaded = EvalSet.model_validate(document)  # ADK's model takes it as written
     # Not filled in, it never passes, even on the fixed agent: no answer matches none.
     fixed = clerk()

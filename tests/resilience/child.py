@@ -15,6 +15,7 @@ import atexit
 import json
 import logging
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,8 @@ def _final_report() -> None:
     if processor is not None:
         for name in ("ended", "exported", "dropped", "failed", "unsent"):
             report[name] = getattr(processor, name)
+    if "main_ended" in held:  # seconds from the app's last line to here: the exit's wait
+        report["exit_wait_s"] = time.monotonic() - held["main_ended"]
     print(json.dumps(report), flush=True)
 
 
@@ -61,3 +64,4 @@ async def main(runs: int) -> None:
 
 if __name__ == "__main__":
     asyncio.run(main(int(sys.argv[1])))
+    held["main_ended"] = time.monotonic()

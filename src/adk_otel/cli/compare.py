@@ -23,9 +23,17 @@ from typing import Any
 
 from ..traces.comparisons import summary_file
 from ..traces.comparisons.compare_report import render_summary
-from ..traces.comparisons.regression import Regression, Source, compare, summarize_files
+from ..traces.comparisons.regression import (
+    NoRunSelected,
+    Regression,
+    Source,
+    compare,
+    summarize_files,
+)
 from ..traces.comparisons.summary_file import dumps
+from ..traces.io.files import iter_records
 from ..traces.io.limits import ReadLimits
+from ..traces.io.model import is_invocation
 from ..traces.io.otlp_json import OtlpJsonError
 from . import store
 from .store import Selection, StoreError, is_store
@@ -126,8 +134,15 @@ def cmd_summarize(args: argparse.Namespace, limits: ReadLimits) -> tuple[int, st
     if stores:
         summary = store.summary(stores[0], store.selection_of(args), args.group_by or ())
     else:
-        _no_selection(args)
-        summary = summarize_files(args.files, args.group_by or (), limits=limits)
+        chosen = store.file_selection(args)
+        runs = chosen.matches if chosen is not None else None
+        try:
+            summary = summarize_files(args.files, args.group_by or (), limits=limits, runs=runs)
+        except NoRunSelected:
+            assert chosen is not None
+            invocations = (r for r in iter_records(args.files, limits=limits) if is_invocation(r))
+            why = store.why_none_matched(invocations, chosen)
+            raise StoreError(f"no run matches {chosen.text} ({why})") from None
     if args.output:
         output = Path(args.output)
         try:

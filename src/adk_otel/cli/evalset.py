@@ -113,7 +113,10 @@ def cmd_evalset(args: argparse.Namespace, limits: ReadLimits) -> tuple[int, str]
     selected = [run for run in runs if chosen(run)]
     if not selected:
         given = chosen.description or "the filters"
-        raise build.EvalSetError(f"no run matches {given} ({len(runs)} runs read)")
+        held = selection.values_present(runs, chosen)
+        raise build.EvalSetError(
+            f"no run matches {given} ({len(runs)} runs read{'; ' if held else ''}{held})"
+        )
     groups = build.group(runs, selected, per_invocation=args.per == "invocation")
     cases = [build.case(runs_of_case) for runs_of_case in groups[: args.limit]]
     set_id = args.set_id or build.set_id_for(_default_name(args.output, cases))
@@ -190,9 +193,13 @@ def _report(cases: list[build.Case], todo: list[build.Case], selected: int, outp
         f"adk-otel evalset: wrote {len(cases)} case(s), {invocations} invocation(s) "
         f"({selected} run(s) selected) to {output}"
     ]
-    for item in todo:
-        lines.append(f"  needs a person: {item.eval_id}")
-        lines += [f"    {note}" for note in item.todo]
+    if todo:
+        notes = len({note for item in todo for note in item.todo})
+        lines.append(
+            f"  {len(todo)} of {len(cases)} case(s) need a person before adk eval runs them: "
+            f"{notes} kind(s) of note, each case's in its adk_otel.todo in {output} "
+            f"(first: {todo[0].todo[0]})"
+        )
     return "\n".join(lines) + "\n"
 
 

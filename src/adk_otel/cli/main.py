@@ -96,7 +96,7 @@ from ..traces.expect import parse_tree, render_expected, tree_mismatch, unknown_
 from ..traces.io import eval_set_results, evaluations
 from ..traces.io.files import expand, read_records, read_traces
 from ..traces.io.limits import NAMES, ReadLimits, flag_name, over, parse_mib
-from ..traces.io.model import Forest, SpanRecord
+from ..traces.io.model import Forest, SpanRecord, is_invocation
 from ..traces.io.otlp_json import OtlpJsonError
 from ..traces.query import SpanQuery, SpecError
 from ..traces.render import render_normalized, render_tree
@@ -323,8 +323,9 @@ def _read(args: argparse.Namespace, files: Sequence[str]) -> list[SpanRecord]:
         if len(files) > 1:
             raise UsageError(f"{stores[0]}: a store is read alone, not with other inputs")
         return store.records(stores[0], store.selection_of(args), limit=args.max_spans)
-    if args.where or args.since or args.until:
-        raise UsageError("--where, --since and --until select runs in a ClickHouse store")
+    chosen = store.file_selection(args)
+    if chosen is not None:
+        return _selected_runs(read_records(files, limits=limits), chosen, trace_ids, services)
     if not trace_ids and not services:
         return read_records(files, limits=limits)
     read = 0
@@ -343,6 +344,27 @@ def _read(args: argparse.Namespace, files: Sequence[str]) -> list[SpanRecord]:
     if not records:
         raise UsageError(f"no span matches {_filters(args)} ({read} spans read)")
     return records
+
+
+def _selected_runs(
+    records: list[SpanRecord],
+    chosen: store.Selection,
+    trace_ids: set[str],
+    services: set[str],
+) -> list[SpanRecord]:
+    """The traces of the runs ``--where`` / ``--since`` / ``--until`` select,
+    within ``--trace-id`` and ``--service``."""
+    if services:
+        served = {r.trace_id for r in records if r.service in services}
+        records = [r for r in records if r.trace_id in served]
+    if trace_ids:
+        records = [r for r in records if r.trace_id in trace_ids]
+    invocations = [r for r in records if is_invocation(r)]
+    kept = {r.trace_id for r in invocations if chosen.matches(r)}
+    if not kept:
+        why = store.why_none_matched(invocations, chosen)
+        raise UsageError(f"no run matches {chosen.text} ({why})")
+    return [r for r in records if r.trace_id in kept]
 
 
 def read_limits(args: argparse.Namespace) -> ReadLimits:

@@ -14,7 +14,10 @@ Guide: docs/compare.md ("Runs in ClickHouse").
 from __future__ import annotations
 
 import argparse
+import shutil
+import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from ..traces.comparisons.runs import Summary
@@ -23,10 +26,10 @@ from ..traces.io.limits import ReadLimits
 from ..traces.io.model import SpanRecord
 from ..traces.store import engine, spans
 from ..traces.store.engine import StoreError, is_store
-from ..traces.store.runs import summarize_sides, summarize_store
-from ..traces.store.selection import Selection, SelectionError
+from ..traces.store.runs import summarize_sides, summarize_store, why_none_selected
+from ..traces.store.selection import Selection, SelectionError, why_none_matched
 
-__all__ = ["Selection", "SelectionError", "StoreError", "is_store"]
+__all__ = ["Selection", "SelectionError", "StoreError", "is_store", "why_none_matched"]
 
 
 def add_selection_arguments(
@@ -87,14 +90,24 @@ def selection_of(args: argparse.Namespace, *, where: bool = True) -> Selection:
     )
 
 
+def file_selection(args: argparse.Namespace) -> Selection | None:
+    """``--where``, ``--since`` and ``--until`` for trace files (None: not given):
+    the store's language, checked on each run's invocation span as it is read."""
+    where = getattr(args, "where", None) or ()
+    since, until = getattr(args, "since", None), getattr(args, "until", None)
+    if not (where or since or until):
+        return None
+    return Selection.build(where=where, since=since, until=until)
+
+
 def summary(source: str, selection: Selection, group_by: Sequence[str]) -> Summary:
     """The selected runs of a store, summarized by its engine."""
     location = engine.parse(source)
     label = str(location) + (f" [{selection.text}]" if selection.text else "")
     with engine.open_store(location) as store:
         result = summarize_store(store, selection, group_by, source=label)
-    if not result.runs:
-        raise StoreError(f"{label}: no run selected (no adk-otel invocation span)")
+        if not result.runs:
+            raise StoreError(f"{label}: no run selected ({why_none_selected(store, selection)})")
     return result
 
 
@@ -106,9 +119,10 @@ def summaries(
     labels = [str(location) + (f" [{s.text}]" if s.text else "") for s in selections]
     with engine.open_store(location) as store:
         results = summarize_sides(store, selections, group_by, sources=labels)
-    for label, result in zip(labels, results, strict=True):
-        if not result.runs:
-            raise StoreError(f"{label}: no run selected (no adk-otel invocation span)")
+        for label, selection, result in zip(labels, selections, results, strict=True):
+            if not result.runs:
+                why = why_none_selected(store, selection)
+                raise StoreError(f"{label}: no run selected ({why})")
     return results
 
 
@@ -121,9 +135,10 @@ def records(
     with engine.open_store(source) as store:
         table = spans.checked_table(store)
         found = spans.read_spans(store, table, condition, selection=selection, limit=limit)
-    if not found:
-        shown = f" matching {selection.text}" if selection.text else ""
-        raise StoreError(f"{engine.parse(source)}: no span{shown}")
+        if not found:
+            shown = f" matching {selection.text}" if selection.text else ""
+            why = f" ({why_none_selected(store, selection)})" if selection.where else ""
+            raise StoreError(f"{engine.parse(source)}: no span{shown}{why}")
     return found
 
 
@@ -148,9 +163,44 @@ def add_load_command(commands: Any, limit_arguments: Any) -> None:
 
 
 def cmd_load(args: argparse.Namespace, limits: ReadLimits) -> tuple[int, str]:
+    """Every input is read through before anything is written, so unusable
+    input leaves the store as it was (a new embedded store is not made)."""
     if not is_store(args.into):
         raise StoreError(f"--into {args.into}: give chdb:DIRECTORY or clickhouse://HOST:PORT/DB")
-    with engine.open_store(args.into, create=True) as store:
-        written = spans.load(store, iter_records(args.files, limits=limits))
-        location = store.location
-    return 0, f"adk-otel load: {written} spans into {location.qualified} of {location}\n"
+    held = list(iter_records(args.files, limits=limits)) if "-" in args.files else None
+    seen = spans.IdTally()
+    for record in held if held is not None else iter_records(args.files, limits=limits):
+        seen.add(record)
+    if not seen.spans:
+        raise StoreError("no span in the input: nothing loaded")
+    location = engine.parse(args.into)
+    new = location.kind == "chdb" and not Path(location.path).exists()
+    try:
+        with engine.open_store(location, create=True) as store:
+            again = held if held is not None else iter_records(args.files, limits=limits)
+            written = spans.load(store, again)
+            duplicates = spans.duplicate_count(store)
+    except BaseException:
+        if new:
+            shutil.rmtree(location.path, ignore_errors=True)
+        raise
+    lines = [f"adk-otel load: {written} spans into {location.qualified} of {location}"]
+    if duplicates:
+        lines.append(
+            f"  the store holds {duplicates} duplicate spans (same trace and span id: the "
+            "same files loaded again?); every command counts each once"
+        )
+    if seen.repeated:
+        _say(
+            f"warning: {seen.repeated} spans reuse the trace and span id of a different "
+            "span: their runs share trace ids, so later runs are dropped as duplicates. "
+            "An app that seeds Python's random (random.seed) gets the same ids in every "
+            "run: the OpenTelemetry SDK draws them from it. Seed a random.Random() of "
+            "your own instead"
+        )
+    return 0, "\n".join(lines) + "\n"
+
+
+def _say(note: str) -> None:
+    if sys.stderr is not None:
+        print(f"adk-otel: {note}", file=sys.stderr)

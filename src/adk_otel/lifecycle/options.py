@@ -12,8 +12,9 @@ resolves them again for the spans that follow.
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass
-from typing import Any, TypedDict
+from typing import Any, TypedDict, cast
 
 from opentelemetry import trace
 
@@ -46,6 +47,7 @@ class OptionArguments(TypedDict, total=False):
     user_id: str | None
     error_classifier: ErrorClassifier | None
     result_failures: bool | None
+    traces_file: str | os.PathLike[str] | None
 
 
 PROVIDERS = ("tracer_provider", "meter_provider", "logger_provider")
@@ -69,6 +71,8 @@ class Options:
     user_id: str | None = None
     error_classifier: ErrorClassifier | None = None
     result_failures: bool | None = None
+    traces_file: str | None = None
+    """Where spans are also appended as OTLP JSON lines, without a collector."""
 
     def updated(self, given: OptionArguments) -> Options:
         """These options with those ``given`` (``None`` keeps one as it is); a
@@ -81,6 +85,8 @@ class Options:
         for name, value in given.items():
             if name in PROVIDERS:
                 value = usable(name, value)
+            elif name == "traces_file" and value is not None:
+                value = str(os.fspath(cast(Any, value)))
             if value is not None:
                 changes[name] = value
         return dataclasses.replace(self, **changes) if changes else self
@@ -94,6 +100,7 @@ class Options:
             self.meter_provider,
             self.logger_provider,
             self.details_as_span_event,
+            traces_file=self.traces_file,
         )
 
     @property

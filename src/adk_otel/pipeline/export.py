@@ -15,6 +15,7 @@ import collections
 import contextlib
 import logging
 import os
+import re
 import threading
 import time
 import weakref
@@ -52,6 +53,27 @@ or timers fail (a deque or wait too large for the platform) or a shutdown
 never ends. docs/operations.md lists them."""
 DROP_REPORT_INTERVAL = 60.0
 """Seconds between two warnings that count spans dropped from a full queue."""
+NO_COLLECTOR_ADVICE = (
+    "nothing is listening there: start a collector (docker compose up -d, docs/collector.md), "
+    "or keep the spans in a file the adk-otel commands read "
+    "(OTEL_TRACES_EXPORTER=otlp_json_file, written to adk-otel-traces.jsonl), "
+    "or turn export off (OTEL_TRACES_EXPORTER=none)"
+)
+"""What to do when the collector's port refuses connections: said with the
+first failure and at shutdown, in place of the exporter's retry note."""
+_RETRY_NOTE = re.compile(r",? *retrying in [0-9.]+ ?s\.?", re.IGNORECASE)
+_REFUSED = re.compile(
+    r"connection refused|failed to connect|connect failed|StatusCode\.UNAVAILABLE", re.IGNORECASE
+)
+
+
+def plain_problem(problem: str) -> str:
+    """An exporter's failure as a user reads it: a refused connection said
+    with what to do instead, any other problem without the exporter's retry
+    note (by the time anyone reads it, the retry is over)."""
+    if _REFUSED.search(problem):
+        return f"the collector cannot be reached (connection refused); {NO_COLLECTOR_ADVICE}"
+    return _RETRY_NOTE.sub("", problem).strip()
 
 
 def batch_settings() -> dict[str, Any]:
@@ -172,7 +194,8 @@ class _ExportWatch(SpanExporter):
             result = SpanExportResult.FAILURE
             problem = f"the batch could not be encoded ({type(exc).__name__}: {exc})"
         except Exception as exc:
-            result, problem = SpanExportResult.FAILURE, f"{type(exc).__name__}: {exc}"
+            result = SpanExportResult.FAILURE
+            problem = plain_problem(f"{type(exc).__name__}: {exc}")
         if result is SpanExportResult.SUCCESS:
             with self._lock:
                 self.exported += count
@@ -204,11 +227,16 @@ class _ExportWatch(SpanExporter):
                 count,
             )
 
+    @property
+    def troubled(self) -> bool:
+        """The export in progress has reported a problem (it is retrying)."""
+        return bool(self._first_problem)
+
     def trouble(self, record: logging.LogRecord) -> None:
         """The wrapped exporter logged a problem (its retry or failure notice)."""
         if not self._first_problem and not self.aborted:
             with contextlib.suppress(Exception):
-                self._first_problem = record.getMessage()
+                self._first_problem = plain_problem(record.getMessage())
         if self.closing:
             self.abort()  # at shutdown, the first sign of trouble ends the flush
 
@@ -389,8 +417,10 @@ class ExportingProcessor(BatchSpanProcessor):
             return
         watch = self._watch
         watch.closing = True
-        if watch.failing:
-            watch.abort()  # exporting fails: do not wait for retries at exit
+        if watch.failing or watch.troubled:
+            # Exporting fails, or the export in progress is waiting to retry (a
+            # refused connection): do not wait for retries at exit.
+            watch.abort()
         inner = getattr(self, "_batch_processor", None)
         try:
             try:

@@ -133,12 +133,65 @@ or ``inf``, every export fails inside the exporter)."""
 
 
 TRACES_EXPORTERS = ("otlp", "console", "none")
-"""The ``OTEL_TRACES_EXPORTER`` values adk-otel builds, as the SDK's own
-handling: a comma-separated list, ``none`` alone turning export off."""
+"""The ``OTEL_TRACES_EXPORTER`` values adk-otel builds itself, as the SDK's own
+handling: a comma-separated list, ``none`` alone turning export off. Any other
+name is the SDK's way: an installed ``opentelemetry_traces_exporter`` entry point
+(adk-otel's own ``otlp_json_file`` among them)."""
+EXPORTER_ENTRY_POINTS = "opentelemetry_traces_exporter"
+FILE_EXPORTER = "otlp_json_file"
+"""adk-otel's file exporter's entry point: OTLP JSON lines the ``adk-otel`` commands read."""
 
 
 def _traces_exporters(value: str) -> list[str]:
     return [name.strip() for name in value.split(",") if name.strip()] or ["otlp"]
+
+
+def _installed_exporters() -> dict[str, Any]:
+    """The span exporters installed under the SDK's entry point group, by name."""
+    from importlib.metadata import entry_points
+
+    return {point.name: point for point in entry_points(group=EXPORTER_ENTRY_POINTS)}
+
+
+def exporter_from_entry_point(name: str, **arguments: Any) -> SpanExporter | None:
+    """The span exporter registered as ``name`` (an ``opentelemetry_traces_exporter``
+    entry point), made with ``arguments``; None with a warning when it is not
+    installed or cannot be made."""
+    point = _installed_exporters().get(name)
+    if point is None:
+        logger.warning(
+            "adk-otel: no span exporter named %r is installed (an %s entry point); spans "
+            "will not go there. Reinstall adk-otel if it is %r",
+            name,
+            EXPORTER_ENTRY_POINTS,
+            FILE_EXPORTER,
+        )
+        return None
+    try:
+        exporter = point.load()(**arguments)
+    except Exception as exc:
+        logger.warning(
+            "adk-otel: cannot create the %r span exporter (%s: %s); spans will not go there",
+            name,
+            type(exc).__name__,
+            exc,
+        )
+        return None
+    return exporter if isinstance(exporter, SpanExporter) else None
+
+
+def named_exporters_from_env() -> list[SpanExporter]:
+    """The exporters ``OTEL_TRACES_EXPORTER`` names beyond otlp, console and
+    none, each from its entry point (``OTEL_TRACES_EXPORTER=otlp_json_file``:
+    a file the ``adk-otel`` commands read); unknown names are reported once,
+    by :func:`otlp_exporter_from_env`."""
+    value = os.environ.get("OTEL_TRACES_EXPORTER", "").strip().lower()
+    names = [name for name in _traces_exporters(value) if name not in TRACES_EXPORTERS]
+    if not names:
+        return []
+    installed = _installed_exporters()
+    made = [exporter_from_entry_point(name) for name in names if name in installed]
+    return [exporter for exporter in made if exporter is not None]
 
 
 def console_exporter_from_env() -> SpanExporter | None:
@@ -160,18 +213,23 @@ def otlp_exporter_from_env() -> SpanExporter | None:
     """
     exporters = os.environ.get("OTEL_TRACES_EXPORTER", "otlp").strip().lower()
     names = _traces_exporters(exporters)
-    unknown = sorted(set(names) - set(TRACES_EXPORTERS))
-    known = [name for name in names if name in TRACES_EXPORTERS]
+    built = [name for name in names if name in TRACES_EXPORTERS]
+    installed = _installed_exporters() if len(built) < len(names) else {}
+    unknown = sorted(set(names) - set(TRACES_EXPORTERS) - set(installed))
+    known = [name for name in names if name not in unknown]
     if unknown:
         logger.warning(
-            "adk-otel: OTEL_TRACES_EXPORTER=%r: %s not built in (adk-otel builds %s); using %s",
+            "adk-otel: OTEL_TRACES_EXPORTER=%r: %s not an installed exporter (adk-otel "
+            "builds %s, and any %s entry point such as %s); using %s",
             exporters,
             ", ".join(unknown),
             ", ".join(TRACES_EXPORTERS),
+            EXPORTER_ENTRY_POINTS,
+            FILE_EXPORTER,
             ", ".join(known) or "otlp",
         )
     if known and "otlp" not in known:
-        return None  # none, or console only (console_exporter_from_env)
+        return None  # none, console, or entry-point exporters only
     protocol_variable, protocol = _protocol_setting()
     if protocol == "grpc" and not grpc_exporter_available():
         logger.warning(

@@ -52,7 +52,10 @@ from . import adk_scope, adopt, held_tracer, scope_tracers
 from .export import ExportingProcessor, batch_settings
 from .instance import with_instance_id
 from .otel_env import (
+    FILE_EXPORTER,
     console_exporter_from_env,
+    exporter_from_entry_point,
+    named_exporters_from_env,
     otlp_exporter_from_env,
     otlp_log_exporter_from_env,
     sampler_from_env,
@@ -74,6 +77,8 @@ _said: set[str] = set()
 """Bad settings said already (``_warn_once``)."""
 _unswitchable: set[int] = set()
 """Providers already warned about: their SDK cannot switch a scope off."""
+_files_added: set[tuple[int, str]] = set()
+"""(provider, traces file) pairs already exporting to that file."""
 
 
 @dataclass(frozen=True)
@@ -85,6 +90,8 @@ class TelemetrySettings:
     logger_provider: Any = None
     """Where the details event goes as a log record (see ``details.py``)."""
     details_as_span_event: bool | None = None
+    traces_file: str | None = None
+    """Where spans are also appended as OTLP JSON lines (``instrument(traces_file=...)``)."""
 
 
 def resolve_tracer(settings: TelemetrySettings) -> trace.Tracer:
@@ -92,6 +99,8 @@ def resolve_tracer(settings: TelemetrySettings) -> trace.Tracer:
     provider = settings.tracer_provider or global_tracer_provider()
     if settings.tracer_provider is None:
         adopt.take_over(provider)  # ADK's server built it from OTEL_* alone (adopt.py)
+    if settings.traces_file:
+        add_traces_file(provider, settings.traces_file)
     keep = keep_adk_spans(settings.keep_adk_spans)
     if isinstance(provider, AdkOtelTracerProvider):
         provider.keep_adk_spans(keep)
@@ -128,6 +137,31 @@ def answer_adk_tracer(*, keep: bool) -> bool | None:
             held_tracer.describe(held_tracer.held()),
         )
     return answered
+
+
+def add_traces_file(provider: trace.TracerProvider, path: str) -> bool:
+    """Append the spans of ``provider`` to ``path`` as OTLP JSON lines (the
+    ``otlp_json_file`` exporter, batched as OTLP is), once per provider and
+    file; False with a warning when the provider is not the SDK's."""
+    sdk = sdk_provider_of(provider)
+    if sdk is None:
+        logger.warning(
+            "adk-otel: traces_file=%r: the tracer provider (a %s) is not the OpenTelemetry "
+            "SDK's, so no file exporter can be added to it",
+            path,
+            type(provider).__name__,
+        )
+        return False
+    key = (id(sdk), os.path.abspath(path))
+    with _build_lock:
+        if key in _files_added:
+            return True
+        exporter = exporter_from_entry_point(FILE_EXPORTER, path=path)
+        if exporter is None:
+            return False
+        _files_added.add(key)
+    sdk.add_span_processor(ExportingProcessor(exporter, **batch_settings()))
+    return True
 
 
 def sdk_provider_of(provider: Any) -> TracerProvider | None:
@@ -320,13 +354,16 @@ def build_tracer_provider(exporter: SpanExporter | None = None) -> AdkOtelTracer
     provider = AdkOtelTracerProvider(
         resource=with_instance_id(Resource.create()), sampler=sampler_from_env()
     )
+    exporters = [exporter]
     if exporter is None:
         console = console_exporter_from_env()  # OTEL_TRACES_EXPORTER=otlp,console
         if console is not None:
             provider.add_span_processor(SimpleSpanProcessor(console))
-        exporter = otlp_exporter_from_env()
-    if exporter is not None:
-        provider.add_span_processor(ExportingProcessor(exporter, **batch_settings()))
+        exporters = [otlp_exporter_from_env(), *named_exporters_from_env()]
+    made = [exporter for exporter in exporters if exporter is not None]
+    settings = batch_settings() if made else {}
+    for each in made:
+        provider.add_span_processor(ExportingProcessor(each, **settings))
     return provider
 
 

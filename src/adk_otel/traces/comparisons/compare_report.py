@@ -641,6 +641,54 @@ def _summary_head(summary: Summary, output: str | None) -> str:
     )
 
 
+def _summary_run_rows(summary: Summary) -> list[list[str]]:
+    """One row per group: runs, how they ended, latency percentiles, tokens and
+    calls per run (means), the most frequent failure categories."""
+    rows = [
+        [
+            "group",
+            "runs",
+            "error rate",
+            "other outcomes",
+            "p50 ms",
+            "p95 ms",
+            "max ms",
+            "tokens/run",
+            "model calls/run",
+            "tool calls/run",
+            "failures (runs)",
+        ]
+    ]
+    for key, group in summary.groups.items():
+        errors = group.outcomes.get("error", 0)
+        others = ", ".join(
+            f"{count} {outcome}"
+            for outcome, count in sorted(group.outcomes.items())
+            if outcome not in ("ok", "error") and count
+        )
+        failures = ", ".join(
+            f"{category} {count}" for category, count in group.error_runs.most_common(3)
+        )
+        if len(group.error_runs) > 3:
+            failures += f", {len(group.error_runs) - 3} more"
+        rows.append(
+            [
+                group_label(key),
+                str(group.runs),
+                _rate(errors / group.runs if group.runs else None),
+                others or "-",
+                _ms(group.latency_ms.quantile(0.5)),
+                _ms(group.latency_ms.quantile(0.95)),
+                _ms(group.latency_ms.quantile(1.0)),
+                _ms(group.tokens.mean()),
+                _ms(group.model_calls.mean()),
+                _ms(group.tool_calls.mean()),
+                failures or "-",
+            ]
+        )
+    return rows
+
+
 def _summary_eval_rows(summary: Summary) -> list[list[str]]:
     rows = [["group", "eval metric", "results", "passed", "failed", "pass rate", "mean score"]]
     for key, group in summary.groups.items():
@@ -709,13 +757,18 @@ def render_summary(summary: Summary, format: str = "text", output: str | None = 
         import json
 
         return json.dumps(summary_json(summary, output), indent=2) + "\n"
+    runs = _summary_run_rows(summary)
     if format == "markdown":
         lines = [f"## {_summary_head(summary, output)}", ""]
+        if len(runs) > 1:
+            lines += _md_table(runs)
         if len(rows) > 1:
             lines += _md_table(rows)
         lines += [f"- {_md(note)}" for note in _summary_notes(summary)]
         return "\n".join(lines).rstrip("\n") + "\n"
     lines = [_summary_head(summary, output), *_summary_notes(summary)]
+    if len(runs) > 1:
+        lines += ["  " + line for line in _table(runs)]
     if len(rows) > 1:
         lines += ["  " + line for line in _table(rows)]
     return "\n".join(lines) + "\n"

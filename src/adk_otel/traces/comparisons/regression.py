@@ -14,7 +14,7 @@ holds per-run numbers while reading, then distributions per group.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,7 +22,7 @@ from typing import Any
 from ..io import eval_set_results, evaluations
 from ..io.files import expand, iter_records
 from ..io.limits import ReadLimits
-from ..io.model import as_records
+from ..io.model import SpanRecord, as_records, is_invocation
 from ..io.otlp_json import OtlpJsonError
 from . import summary_file
 from .compare_report import comparison_json, headline, render_markdown, render_text
@@ -33,8 +33,16 @@ from .runs import OutOfOrder, Summary, summarize
 Source = str | Path | Summary | Iterable[Any]
 
 
+class NoRunSelected(OtlpJsonError):
+    """``runs`` accepted no run of the files (the caller says why)."""
+
+
 def summarize_files(
-    arguments: Sequence[str], group_by: Sequence[str] = (), *, limits: ReadLimits | None = None
+    arguments: Sequence[str],
+    group_by: Sequence[str] = (),
+    *,
+    limits: ReadLimits | None = None,
+    runs: Callable[[SpanRecord], bool] | None = None,
 ) -> Summary:
     """The summary of every run in the trace files (streamed).
 
@@ -45,13 +53,29 @@ def summarize_files(
     Evaluation results are read too: the log records in the same files (OTLP
     JSON, as ``tree`` reads them), the span form in the spans, and ADK's eval
     set result files among the inputs (``adk eval``'s: read first, each within
-    the document limit, and joined to their runs by invocation id)."""
+    the document limit, and joined to their runs by invocation id).
+    ``runs`` keeps the runs whose invocation span it accepts (the files are
+    read once more, first, for their trace ids)."""
     source = " ".join(arguments)
     traces, result_files = eval_set_results.split_inputs(arguments)
     from_adk = eval_set_results.read(result_files, limits=limits)
+    kept: set[str] | None = None
+    if runs is not None:
+        if "-" in traces:
+            raise OtlpJsonError("--where on stdin: give the trace files (they are read twice)")
+        kept = {
+            r.trace_id for r in iter_records(traces, limits=limits) if is_invocation(r) and runs(r)
+        }
+        if not kept:
+            raise NoRunSelected(f"{source}: no run selected")
+
+    def records_of() -> Iterator[SpanRecord]:
+        found = iter_records(traces, limits=limits)
+        return found if kept is None else (r for r in found if r.trace_id in kept)
+
     if "-" not in traces:
         try:
-            records = iter_records(traces, limits=limits)
+            records = records_of()
             summary = summarize(
                 records,
                 group_by,
@@ -63,7 +87,7 @@ def summarize_files(
             return _with_runs(summary)
         except OutOfOrder:
             pass
-    records = iter_records(traces, limits=limits)
+    records = records_of()
     summary = summarize(
         records, group_by, source, evaluations=_log_results(traces), eval_set_results=from_adk
     )

@@ -1,13 +1,18 @@
 """Which runs to turn into eval cases: ``--where KEY=VALUE``, a time range, a limit.
 
 The keys are the check spec's words where it has one (``outcome``, ``agent``,
-``tool``, ``error``) and say of a run what a span selector says of a span. As
-with ``--trace-id`` and ``--service``, a key given again allows another value
-and different keys must all hold.
+``tool``, ``error``) and say of a run what a span selector says of a span. Any
+attribute key (``service.version``, ``deployment.environment``) is one of the
+run's invocation span, else of its resource, as every other command's
+``--where`` reads it, with the same short keys (``semconv.RUN_KEY_ALIASES``).
+Keys and values are trimmed. As with ``--trace-id`` and ``--service``, a key
+given again allows another value and different keys must all hold.
 """
 
 from __future__ import annotations
 
+import difflib
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -51,6 +56,23 @@ KEYS: dict[str, tuple[str, Callable[[Run, str], bool]]] = {
     "session": ("the session (gen_ai.conversation.id)", lambda run, value: run.session == value),
 }
 OUTCOMES = tuple(outcome.value for outcome in sc.Outcome)
+_SHORT = {name: alias for alias, name in sc.RUN_KEY_ALIASES.items() if alias in KEYS}
+"""Attribute keys this command has a run key for (``adk.outcome``: ``outcome``)."""
+
+
+def _attribute(key: str) -> Callable[[Run, str], bool]:
+    """A run whose invocation span (else its resource) holds ``key`` = the value."""
+
+    def matches(run: Run, value: str) -> bool:
+        record = run.invocation
+        found = record.attributes.get(key, record.resource.get(key))
+        return found is not None and str(found) == value
+
+    return matches
+
+
+def _matcher(key: str) -> Callable[[Run, str], bool]:
+    return KEYS[key][1] if key in KEYS else _attribute(key)
 
 
 @dataclass(frozen=True)
@@ -67,7 +89,7 @@ class Selection:
         if self.until_ns is not None and run.start_ns >= self.until_ns:
             return False
         return all(
-            any(KEYS[key][1](run, value) for value in values) for key, values in self.where.items()
+            any(_matcher(key)(run, value) for value in values) for key, values in self.where.items()
         )
 
     @property
@@ -85,11 +107,21 @@ def parse(where: Sequence[str], *, since: str | None = None, until: str | None =
     conditions: dict[str, tuple[str, ...]] = {}
     for item in where:
         key, equals, value = item.partition("=")
-        key = key.strip().replace("-", "_")
+        key, value = key.strip(), value.strip()
+        if "." not in key:
+            key = key.replace("-", "_")
         if not equals or not value:
             raise SelectionError(f"--where {item!r}: expected KEY=VALUE, KEY one of {_keys()}")
         if key not in KEYS:
-            raise SelectionError(f"--where {item!r}: unknown key {key!r}; known: {_keys()}")
+            key = _SHORT.get(key, sc.RUN_KEY_ALIASES.get(key, key))
+        if key not in KEYS and "." not in key:
+            known = list(dict.fromkeys([*KEYS, *sc.RUN_KEY_ALIASES]))
+            near = difflib.get_close_matches(key, known, 3)
+            guess = f" (did you mean {' or '.join(near)}?)" if near else ""
+            raise SelectionError(
+                f"--where {item!r}: unknown key {key!r}{guess}; known: {_keys()}, or any "
+                "attribute key of the run (service.version=1.5)"
+            )
         if key == "outcome" and value not in OUTCOMES:
             raise SelectionError(f"--where {item!r}: outcome is one of {', '.join(OUTCOMES)}")
         conditions[key] = (*conditions.get(key, ()), value)
@@ -100,13 +132,50 @@ def parse(where: Sequence[str], *, since: str | None = None, until: str | None =
     return Selection(conditions, since_ns, until_ns)
 
 
+_RUN_VALUES: dict[str, Callable[[Run], str | None]] = {
+    "outcome": lambda run: run.outcome,
+    "app": lambda run: run.app,
+    "user": lambda run: run.user,
+    "session": lambda run: run.session,
+}
+
+
+def values_present(runs: Sequence[Run], chosen: Selection, shown: int = 8) -> str:
+    """What the runs hold for each key of ``chosen`` that has one value per
+    run: said when nothing matched (a typo in a value, or the wrong version)."""
+    parts = []
+    for key in chosen.where:
+        if key not in _RUN_VALUES and "." not in key:
+            continue
+
+        def value(run: Run, key: str = key) -> str | None:
+            if key in _RUN_VALUES:
+                return _RUN_VALUES[key](run)
+            record = run.invocation
+            found = record.attributes.get(key, record.resource.get(key))
+            return None if found is None else str(found)
+
+        counts = Counter(value(run) for run in runs)
+        missing = counts.pop(None, 0)
+        if not counts:
+            parts.append(f"no run has {key!r}")
+            continue
+        held = ", ".join(f"{v!r} ({n} runs)" for v, n in counts.most_common(shown))
+        more = ", ..." if len(counts) > shown else ""
+        none = f", {missing} runs without it" if missing else ""
+        parts.append(f"{key} holds {held}{more}{none}")
+    return "; ".join(parts)
+
+
 def _keys() -> str:
     return ", ".join(KEYS)
 
 
 def help_text() -> str:
     """The keys, one a line, for the command's help."""
-    return "\n".join(f"  {key:<12} {meaning}" for key, (meaning, _) in KEYS.items())
+    lines = [f"  {key:<12} {meaning}" for key, (meaning, _) in KEYS.items()]
+    lines.append("  KEY.NAME     any attribute of the run (service.version=1.5), as elsewhere")
+    return "\n".join(lines)
 
 
 def _time(value: str | None, flag: str) -> int | None:

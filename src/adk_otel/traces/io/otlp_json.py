@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import json
+import os
 import re
 import sys
 import threading
@@ -91,14 +93,23 @@ def _append(destination: str | Path | IO[str], lines: list[str]) -> None:
         destination.write(text)
 
 
+TRACES_FILE_ENV = "ADK_OTEL_TRACES_FILE"
+DEFAULT_TRACES_FILE = "adk-otel-traces.jsonl"
+
+
 class OtlpJsonFileExporter(SpanExporter):
     """A ``SpanExporter`` appending each export batch as one line to a file.
 
-    For CI without a collector: export the app's spans here, then run
-    ``adk-otel check`` on the file. Thread-safe; lines are never interleaved.
+    Traces kept without a collector: ``OTEL_TRACES_EXPORTER=otlp_json_file``
+    (its entry point) or ``instrument(..., traces_file=PATH)``, then
+    ``adk-otel tree`` / ``check`` / ``summarize`` on the file. ``path``
+    defaults to ``ADK_OTEL_TRACES_FILE``, else ``adk-otel-traces.jsonl`` in the
+    working directory. Thread-safe; lines are never interleaved.
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path | None = None) -> None:
+        if path is None:
+            path = os.environ.get(TRACES_FILE_ENV, "").strip() or DEFAULT_TRACES_FILE
         self.path: Path = Path(path)
         self._lock = threading.Lock()
         self._closed = False
@@ -148,6 +159,9 @@ def document_records(document: Any, where: str) -> list[SpanRecord] | None:
     if "resourceSpans" not in document:
         if any(key in document for key in _OTHER_SIGNALS):
             return None
+        known = known_file(document)
+        if known is not None:
+            raise OtlpJsonError(f"{where}: {known}")
         keys = ", ".join(sorted(document)[:5]) or "none"
         raise OtlpJsonError(f'{where}: not OTLP JSON traces (no "resourceSpans"; keys: {keys})')
     try:
@@ -160,6 +174,37 @@ _SIGNAL_ITEMS = {
     "resourceLogs": ("scopeLogs", "logRecords"),
     "resourceMetrics": ("scopeMetrics", "metrics"),
 }
+
+
+FILE_EXPORTER_HINT = (
+    "keep traces for the adk-otel commands with OTEL_TRACES_EXPORTER=otlp_json_file "
+    "(or instrument(..., traces_file=PATH))"
+)
+
+
+def known_file(document: Any) -> str | None:
+    """What a JSON document that holds no traces is, when it is one a user is
+    likely to hand in by mistake (adk-otel's own outputs, the SDK's console
+    exporter's), with what to do instead; else None."""
+    if not isinstance(document, dict):
+        return None
+    if document.get("format") == "adk-otel-summary":
+        return (
+            "an adk-otel summary (adk-otel summarize -o), not traces: give it to "
+            "adk-otel compare as the baseline"
+        )
+    if "eval_cases" in document and "eval_set_id" in document:
+        return (
+            "an ADK eval set (adk-otel evalset -o), not traces: run it with adk eval, "
+            "or give adk-otel the trace files it was made from"
+        )
+    context = document.get("context")
+    if "name" in document and isinstance(context, dict) and "trace_id" in context:
+        return (
+            "the OpenTelemetry SDK's console exporter output (OTEL_TRACES_EXPORTER=console), "
+            "printed for reading, not OTLP JSON; " + FILE_EXPORTER_HINT
+        )
+    return None
 
 
 def holds_other_signal(document: Any) -> bool:
@@ -267,6 +312,12 @@ def _whole(
     try:
         return f"{source}: line {first_no}", _loads(text, source)
     except json.JSONDecodeError as exc:
+        if exc.msg == "Extra data":  # documents one after another: the console exporter's
+            known = None
+            with contextlib.suppress(ValueError, RecursionError):
+                known = known_file(json.JSONDecoder().raw_decode(text)[0])
+            if known is not None:
+                raise OtlpJsonError(f"{source}: {known}") from None
         line_no = first_no + exc.lineno - 1
         raise OtlpJsonError(f"{source}: line {line_no}: invalid JSON ({exc.msg})") from None
 

@@ -154,6 +154,12 @@ class ChdbStore:
         path = Path(location.path)
         if not create and not path.is_dir():
             raise StoreError(f"{location}: no such store (adk-otel load makes one)")
+        if path.is_dir() and not is_chdb_directory(path):
+            # Opening it would write ClickHouse's own folders into someone's directory.
+            raise StoreError(
+                f"{location}: not a store (no ClickHouse metadata/ in it), left untouched; "
+                "give adk-otel load --into a new or empty directory"
+            )
         self._session: Any = None
         try:
             self._session = session.Session(str(path))  # type: ignore[no-untyped-call,unused-ignore]
@@ -181,6 +187,11 @@ class ChdbStore:
 
     def close(self) -> None:
         self._session.close()
+
+
+def is_chdb_directory(path: Path) -> bool:
+    """An embedded store's directory (ClickHouse's ``metadata/`` in it), or an empty one."""
+    return (path / "metadata").is_dir() or not any(path.iterdir())
 
 
 class ServerStore:

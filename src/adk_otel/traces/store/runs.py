@@ -370,3 +370,40 @@ def _add_evaluations(
 
 
 __all__ = ["attribute", "runs_sql", "summarize_sides", "summarize_store", "summary_sql"]
+
+
+def why_none_selected(store: Store, selection: Selection) -> str:
+    """Why ``selection`` found no run, for the one line that says so: no
+    invocation span at all, or per ``--where`` key the keys the runs have
+    (with a did-you-mean) or the values they hold; keys and values as stored."""
+    import difflib
+
+    table = spans.checked_table(store)
+    runs = invocation_sql()
+    found = store.rows(
+        "SELECT DISTINCT arrayJoin(arrayConcat(mapKeys(SpanAttributes), "
+        f"mapKeys(ResourceAttributes))) FROM {table} WHERE {runs} LIMIT 1000"
+    )
+    if not found and not store.rows(f"SELECT 1 FROM {table} WHERE {runs} LIMIT 1"):
+        return "no adk-otel invocation span"
+    present = {str(row[0]) for row in found} | {"service.name"}
+    reasons = []
+    for key in selection.where:
+        if key not in present:
+            short = {alias for alias, name in sc.RUN_KEY_ALIASES.items() if name in present}
+            near = difflib.get_close_matches(key, sorted(present | short), 3)
+            guess = f"; did you mean {' or '.join(near)}?" if near else ""
+            reasons.append(f"no run has {key!r}{guess}")
+            continue
+        column = "ServiceName" if key == "service.name" else attribute(key)
+        values = store.rows(
+            f"SELECT {column} AS value, count() FROM {table} WHERE {runs} "
+            f"GROUP BY value ORDER BY count() DESC, value LIMIT {_VALUES_SHOWN + 1}"
+        )
+        shown = ", ".join(f"{row[0]!r} ({row[1]} runs)" for row in values[:_VALUES_SHOWN])
+        more = ", ..." if len(values) > _VALUES_SHOWN else ""
+        reasons.append(f"{key} holds {shown}{more}")
+    return "; ".join(reasons) or "no run in that time or trace"
+
+
+_VALUES_SHOWN = 8

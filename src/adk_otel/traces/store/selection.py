@@ -6,19 +6,24 @@ A selection is written ``KEY=VALUE[,KEY=VALUE...]`` (``--baseline``,
 (ISO 8601, UTC unless it says otherwise); ``trace_id`` keeps one trace;
 ``service.name`` is the resource's; any other key is the invocation span's
 attribute, else its resource's (``service.version=1.5``,
-``deployment.environment=prod``). A key given again allows another value;
-different keys must all hold. Every condition is on the run's invocation
-span; its other spans are found by trace and ADK invocation id.
+``deployment.environment=prod``); the short keys of every ``--where``
+(``outcome``, ``app``, ``user``, ``session``, ``category``, ``error``,
+``service``, ``version``: ``semconv.RUN_KEY_ALIASES``) stand for their
+attributes. Keys and values are trimmed. A key given again allows another
+value; different keys must all hold. Every condition is on the run's
+invocation span; its other spans are found by trace and ADK invocation id.
 """
 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from ... import semconv as sc
+from ..io.model import SpanRecord
 
 _TRACE_ID = re.compile(r"[0-9a-f]{32}")
 SPECIAL = ("since", "until", "trace_id")
@@ -92,9 +97,11 @@ class Selection:
             words.append(f"service.name={service}")
         for term in where:
             key, sep, value = term.partition("=")
-            key = key.strip()
+            key, value = key.strip(), value.strip()
             if not sep or not key:
                 raise SelectionError(f"{term!r}: a condition is KEY=VALUE")
+            short = key.replace("-", "_")
+            key = sc.RUN_KEY_ALIASES.get(short, short if short in SPECIAL else key)
             words.append(f"{key}={value}")
             if key == "since":
                 since = value
@@ -149,6 +156,16 @@ class Selection:
             not (self.where or self.trace_ids) and self.since_ns is None and (self.until_ns is None)
         )
 
+    def matches(self, invocation: SpanRecord) -> bool:
+        """The same conditions on a run's invocation span read from trace files."""
+        if self.trace_ids and invocation.trace_id not in self.trace_ids:
+            return False
+        if self.since_ns is not None and invocation.start_ns < self.since_ns:
+            return False
+        if self.until_ns is not None and invocation.start_ns >= self.until_ns:
+            return False
+        return all(_held(invocation, key) in values for key, values in self.where.items())
+
     def sql(self) -> str:
         """The condition on an invocation span's row ('1' for every run)."""
         parts: list[str] = []
@@ -173,6 +190,35 @@ class Selection:
         if self.trace_ids:
             parts.append(f"TraceId IN ({_list(self.trace_ids)})")
         return " AND ".join(parts) or "1"
+
+
+def _held(invocation: SpanRecord, key: str) -> str | None:
+    found = invocation.attributes.get(key, invocation.resource.get(key))
+    return None if found is None else str(found)
+
+
+def why_none_matched(invocations: Iterable[SpanRecord], selection: Selection) -> str:
+    """Why no run of trace files met ``selection``: per ``--where`` key, the keys
+    the runs have (with a did-you-mean) or the values they hold."""
+    import difflib
+
+    runs = list(invocations)
+    if not runs:
+        return "no adk-otel invocation span"
+    present = {key for run in runs for key in (*run.attributes, *run.resource)}
+    reasons = []
+    for key in selection.where:
+        if key not in present:
+            short = {alias for alias, name in sc.RUN_KEY_ALIASES.items() if name in present}
+            near = difflib.get_close_matches(key, sorted(present | short), 3)
+            guess = f"; did you mean {' or '.join(near)}?" if near else ""
+            reasons.append(f"no run has {key!r}{guess}")
+            continue
+        counts = Counter(_held(run, key) for run in runs)
+        counts.pop(None, None)
+        shown = ", ".join(f"{v!r} ({n} runs)" for v, n in counts.most_common(8))
+        reasons.append(f"{key} holds {shown}{', ...' if len(counts) > 8 else ''}")
+    return "; ".join(reasons) or f"{len(runs)} runs, none in that time or trace"
 
 
 def _list(values: Sequence[str]) -> str:

@@ -237,3 +237,29 @@ def load(store: Store, records: Iterable[SpanRecord], *, batch: int = 50_000) ->
             lines = []
     store.insert_json(table, lines)
     return written + len(lines)
+
+
+class IdTally:
+    """Spans counted by their ids as they stream past: how many, and how many
+    reuse the ids of a different span (another start time or name: runs whose
+    ids repeat, not the same span exported twice). A few bytes a span."""
+
+    def __init__(self) -> None:
+        self.spans = 0
+        self.repeated = 0
+        self._seen: dict[int, int] = {}
+
+    def add(self, record: SpanRecord) -> None:
+        self.spans += 1
+        key = hash((record.trace_id, record.span_id))
+        identity = hash((record.start_ns, record.name))
+        before = self._seen.setdefault(key, identity)
+        if before != identity:
+            self.repeated += 1
+
+
+def duplicate_count(store: Store) -> int:
+    """Spans in the store's table beyond the first with their trace and span id."""
+    table = checked_table(store)
+    rows = store.rows(f"SELECT count() - uniqExact(TraceId, SpanId) FROM {table}")
+    return int(rows[0][0]) if rows else 0
