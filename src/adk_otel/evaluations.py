@@ -199,11 +199,26 @@ class TracedEvalSetResultsManager(EvalSetResultsManager):
         }
 
     def save_eval_set_result(
-        self, app_name: str, eval_set_id: str, eval_case_results: list[EvalCaseResult]
+        self,
+        app_name: str,
+        eval_set_id: str,
+        eval_case_results: list[EvalCaseResult],
+        multi_run_case_summaries: Any = None,
     ) -> None:
+        """``multi_run_case_summaries``: ADK >= 2.15 passes them for cases run
+        more than once; handed on only when given, as older managers take none."""
         record_eval_results(eval_case_results, **self._options)
-        if self._inner is not None:
+        if self._inner is None:
+            return
+        if multi_run_case_summaries is None:
             self._inner.save_eval_set_result(app_name, eval_set_id, eval_case_results)
+        else:
+            self._inner.save_eval_set_result(
+                app_name,
+                eval_set_id,
+                eval_case_results,
+                multi_run_case_summaries=multi_run_case_summaries,
+            )
 
     def get_eval_set_result(self, app_name: str, eval_set_result_id: str) -> Any:
         if self._inner is None:

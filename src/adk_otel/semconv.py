@@ -184,6 +184,9 @@ A2A_FAILED_STATES = frozenset({"failed", "rejected"})
 """Remote task states that make the calling agent's span an error."""
 A2A_TASK_FAILED = "a2a_task_failed"
 """``adk.close_reason`` and ``error.type`` of a remote agent whose task failed."""
+ADK_REMOTE_ERROR_ID = "adk.remote.error_id"
+"""On a remote agent's span: the id under which the serving side logged the
+failure it sent back without its message (ADK >= 2.15's A2A executor)."""
 MCP_TOOL_ERROR = "tool_error"
 """``error.type`` of an MCP tool call whose result has ``isError`` (MCP conventions)."""
 

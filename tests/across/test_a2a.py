@@ -83,7 +83,9 @@ def test_a_remote_agent_call_is_one_trace(receiver, payments, stream) -> None:
 
 
 @pytest.mark.parametrize("stream", ["stream", "no-stream"])
-def test_a_remote_failure_is_an_error_on_both_sides(receiver, payments, stream) -> None:
+def test_a_remote_failure_is_an_error_on_both_sides(
+    receiver, payments, service_log, stream
+) -> None:
     args = ["--no-stream"] if stream == "no-stream" else []
     call = run_caller(receiver, payments.url, "charge 5000 EUR", *args)
     assert_one_clean_trace(call)
@@ -97,7 +99,19 @@ def test_a_remote_failure_is_an_error_on_both_sides(receiver, payments, stream) 
     assert client.status_code == "ERROR", "the caller's span of a failed remote task"
     assert client.attributes[sc.A2A_TASK_STATE] == "failed"
     assert client.attributes[sc.ERROR_TYPE] == sc.A2A_TASK_FAILED
-    assert "card declined" in (client.status_description or "")
+    said = client.status_description or ""
+    assert said.startswith("remote task failed: "), said
+    # The cause, on the serving side's spans of the same trace.
+    assert "card declined" in (served_agent.status_description or "")
+    if "card declined" not in said:
+        # The serving side sent an id for its log instead of the exception's text
+        # (ADK >= 2.15): the caller's span has the id, the log the exception under it.
+        error_id = client.attributes[sc.ADK_REMOTE_ERROR_ID]
+        assert f"(error_id: {error_id})" in said
+        logged = service_log.read_text()
+        assert f"error_id={error_id}" in logged and "card declined" in logged
+    else:
+        assert sc.ADK_REMOTE_ERROR_ID not in client.attributes
 
 
 def test_a2a_sdk_spans_can_be_kept_and_nest_under_the_agent(receiver, payments) -> None:

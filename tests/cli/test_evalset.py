@@ -22,7 +22,7 @@ from google.adk.runners import InMemoryRunner
 from google.genai import types
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 
 from adk_otel import semconv as sc
 from adk_otel.cli.main import main
@@ -139,9 +139,9 @@ def test_selection_by_the_runs_outcome_tools_agent_user_and_failure(traces, caps
     trace_id = every.eval_cases[2].model_extra["adk_otel"]["trace_ids"][1]
     by_trace = written(capsys, str(traces), "--trace-id", trace_id, "--per", "invocation")
     assert texts(by_trace) == [["pay 5"]]
-    # The SDK's default service name: unknown_service, unknown_service:python from 1.45 on.
-    default = str(Resource.create().attributes["service.name"])
-    assert users(written(capsys, str(traces), "--service", default)) == users(every)
+    # The service name the SDK gives a process without one (its format changed in 1.45).
+    unnamed = str(Resource.create().attributes[SERVICE_NAME])
+    assert users(written(capsys, str(traces), "--service", unnamed)) == users(every)
 
 
 def test_per_invocation_and_time_range(traces, capsys) -> None:

@@ -15,8 +15,10 @@ ADK records the four ``gen_ai`` streams itself (meter scope
 switched off there through the SDK's meter configurator whenever adk-otel
 records them; where it cannot be, or ``ADK_OTEL_KEEP_ADK_METRICS=true`` keeps
 it, adk-otel leaves those streams to ADK and records ``adk.invocation.count``
-only, plus, under the opt-in, the model-call instruments (ADK never uses their
-current names).
+only, plus, under the opt-in, the model-call instruments in their current names
+that ADK's meter does not have: which names ADK records is read off its meter on
+the provider (ADK 2.15 has the current token and chunk names too; earlier
+releases none), never off its version, so no name has two streams for one call.
 """
 
 from __future__ import annotations
@@ -61,10 +63,20 @@ class Instruments:
     """The metric instruments of one meter provider, created once per
     conventions version (``latest``: ``OTEL_SEMCONV_STABILITY_OPT_IN``)."""
 
-    def __init__(self, meter: metrics.Meter, *, overlapping: bool, latest: bool = False) -> None:
+    def __init__(
+        self,
+        meter: metrics.Meter,
+        *,
+        overlapping: bool,
+        latest: bool = False,
+        adk_records: frozenset[str] = frozenset(),
+    ) -> None:
         self.overlapping: bool = overlapping
         """False when ADK records its GenAI streams itself."""
         self.latest: bool = latest
+        # The names of the instruments ADK's own meter records into the same
+        # provider (none when it is switched off): those streams stay ADK's.
+        own = frozenset(name for name in _LATEST_MODEL_CALL_NAMES if name not in adk_records)
         self.invocations: metrics.Counter = meter.create_counter(
             sc.METRIC_INVOCATION_COUNT,
             unit="{invocation}",
@@ -75,22 +87,37 @@ class Instruments:
             unit="{failure}",
             description="Spans that ended in error, by layer and failure category.",
         )
-        # ADK records no streaming metrics: these two are adk-otel's in any case.
-        self.time_to_first_chunk: metrics.Histogram = meter.create_histogram(
+        # The streaming metrics: adk-otel's unless ADK's meter has them (ADK
+        # records none in the earlier names).
+        first_chunk = (
             sc.METRIC_CLIENT_INFERENCE_TIME_TO_FIRST_CHUNK
             if latest
-            else sc.METRIC_CLIENT_TIME_TO_FIRST_CHUNK,
-            unit="s",
-            description="Time to receive the first chunk of a streamed model response.",
-            explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
+            else sc.METRIC_CLIENT_TIME_TO_FIRST_CHUNK
         )
-        self.time_per_output_chunk: metrics.Histogram = meter.create_histogram(
+        per_chunk = (
             sc.METRIC_CLIENT_INFERENCE_TIME_PER_OUTPUT_CHUNK
             if latest
-            else sc.METRIC_CLIENT_TIME_PER_OUTPUT_CHUNK,
-            unit="s",
-            description="Time between consecutive chunks of a streamed model response.",
-            explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
+            else sc.METRIC_CLIENT_TIME_PER_OUTPUT_CHUNK
+        )
+        self.time_to_first_chunk: metrics.Histogram | None = (
+            meter.create_histogram(
+                first_chunk,
+                unit="s",
+                description="Time to receive the first chunk of a streamed model response.",
+                explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
+            )
+            if first_chunk not in adk_records
+            else None
+        )
+        self.time_per_output_chunk: metrics.Histogram | None = (
+            meter.create_histogram(
+                per_chunk,
+                unit="s",
+                description="Time between consecutive chunks of a streamed model response.",
+                explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
+            )
+            if per_chunk not in adk_records
+            else None
         )
         self.token_usage: metrics.Histogram | None = None
         self.usage: dict[str, metrics.Counter] = {}
@@ -98,19 +125,22 @@ class Instruments:
         self.per_call: dict[str, metrics.Histogram] = {}
         """Span usage attribute -> its per-call histogram (latest conventions)."""
         self.model_calls: bool = overlapping or latest
-        """Whether model-call durations and tokens are recorded: the latest
-        conventions' names are never ADK's, so they are recorded even when
-        ADK keeps its own (earlier-named) streams."""
+        """Whether model-call durations and tokens are recorded: under the
+        latest conventions, those of their names ADK's meter does not have
+        are recorded even when ADK keeps its own streams."""
+        self.operation_duration: metrics.Histogram | None = None
         if latest:
-            self.operation_duration: metrics.Histogram = meter.create_histogram(
-                sc.METRIC_CLIENT_INFERENCE_DURATION,
-                unit="s",
-                description="GenAI inference operation duration.",
-                explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
-            )
+            if sc.METRIC_CLIENT_INFERENCE_DURATION in own:
+                self.operation_duration = meter.create_histogram(
+                    sc.METRIC_CLIENT_INFERENCE_DURATION,
+                    unit="s",
+                    description="GenAI inference operation duration.",
+                    explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
+                )
             self.usage = {
                 attribute: meter.create_counter(name, unit="{token}", description=description)
                 for attribute, name, description in _USAGE_COUNTERS
+                if name in own
             }
             self.per_call = {
                 attribute: meter.create_histogram(
@@ -120,6 +150,7 @@ class Instruments:
                     explicit_bucket_boundaries_advisory=TOKEN_BUCKETS,
                 )
                 for attribute, name, description in _PER_CALL_HISTOGRAMS
+                if name in own
             }
         elif overlapping:
             self.operation_duration = meter.create_histogram(
@@ -191,6 +222,36 @@ _PER_CALL_HISTOGRAMS = (
         "The number of output (completion) tokens used per inference operation.",
     ),
 )
+_LATEST_MODEL_CALL_NAMES = frozenset(
+    {
+        sc.METRIC_CLIENT_INFERENCE_DURATION,
+        *(name for _, name, _ in _USAGE_COUNTERS),
+        *(name for _, name, _ in _PER_CALL_HISTOGRAMS),
+    }
+)
+"""The model-call instruments in the latest conventions' names that adk-otel
+records beside ADK's kept streams, unless ADK's meter has them too."""
+
+
+def adk_instrument_names(provider: Any) -> frozenset[str]:
+    """The names of the instruments ADK's meter (scope ``gcp.vertex.agent``)
+    has on the SDK's ``provider``: the streams ADK records there itself. Empty
+    for a provider that does not say (not the SDK's); adk-otel then assumes
+    ADK records its earlier names only, as every release before 2.15 did."""
+    meters = getattr(provider, "_meters", None)
+    if not isinstance(meters, Mapping):
+        return frozenset()
+    names: set[str] = set()
+    for scope, meter in list(meters.items()):
+        if getattr(scope, "name", None) != sc.ADK_SCOPE:
+            continue
+        instruments = getattr(meter, "_instrument_id_instrument", None)
+        if isinstance(instruments, Mapping):
+            for instrument in list(instruments.values()):
+                name = getattr(instrument, "name", None)
+                if isinstance(name, str):
+                    names.add(name)
+    return frozenset(names)
 
 
 _instruments: weakref.WeakKeyDictionary[Any, dict[bool, Instruments]] = weakref.WeakKeyDictionary()
@@ -217,6 +278,9 @@ def resolve_instruments(
         provider.get_meter(sc.INSTRUMENTATION_SCOPE, __version__),
         overlapping=overlapping,
         latest=latest,
+        adk_records=(
+            frozenset() if overlapping else adk_instrument_names(metrics.get_meter_provider())
+        ),
     )
     with contextlib.suppress(TypeError):  # a provider that takes no weak reference
         _instruments.setdefault(provider, {})[latest] = created
@@ -351,13 +415,16 @@ def record_end(
     if facts.first_chunk is not None:
         # The conventions give the chunk metrics no error.type.
         chunk_dims = {k: v for k, v in dims.items() if k != sc.ERROR_TYPE}
-        instruments.time_to_first_chunk.record(facts.first_chunk, chunk_dims)
-        for gap in facts.chunk_gaps or ():
-            instruments.time_per_output_chunk.record(gap, chunk_dims)
+        if instruments.time_to_first_chunk is not None:
+            instruments.time_to_first_chunk.record(facts.first_chunk, chunk_dims)
+        if instruments.time_per_output_chunk is not None:
+            for gap in facts.chunk_gaps or ():
+                instruments.time_per_output_chunk.record(gap, chunk_dims)
     seconds = ((ended or time.perf_counter_ns()) - facts.started) / 1e9
     if facts.kind == MODEL:
-        if instruments.model_calls and not recorded_elsewhere(facts):
-            instruments.operation_duration.record(seconds, dims)
+        duration = instruments.operation_duration
+        if duration is not None and instruments.model_calls and not recorded_elsewhere(facts):
+            duration.record(seconds, dims)
         return
     if not instruments.overlapping:
         return

@@ -49,14 +49,11 @@ def of_run(
         # Sampled out, nothing under it recorded, no metrics: the outcome
         # would be written nowhere, so it is not worked out.
         return Outcome.OK, None
-    if run.watch is not None and run.watch.closing_early:
-        return Outcome.INCOMPLETE, "consumer_closed"
-    if isinstance(sys.exc_info()[1], GeneratorExit):
+    closed = closing_reason(run)
+    if closed is not None:
         # ADK runs after_run in a `finally` also when its generator is being
-        # closed ("treated as a clean completion"), with the GeneratorExit
-        # in flight: not a success. Without the runner wrapper (App mode)
-        # that is the consumer closing early; with it, code inside the run.
-        return Outcome.INCOMPLETE, "generator_exit" if run.watch is not None else "consumer_closed"
+        # closed ("treated as a clean completion"): not a success.
+        return Outcome.INCOMPLETE, closed
     if getattr(invocation_context, "is_aborted", False):
         return Outcome.CANCELLED, "aborted"
     if is_cancelled(run):
@@ -64,6 +61,18 @@ def of_run(
         # cancelled; an after hook means success only.
         return Outcome.CANCELLED, "cancelled"
     return Outcome.OK, None
+
+
+def closing_reason(run: Run | None) -> str | None:
+    """``adk.close_reason`` of a layer ending while its run's generator is being
+    closed, else None: the consumer closing early (the runner wrapper saw it,
+    or, without the wrapper, a GeneratorExit in flight), or code inside the run
+    closing it (a GeneratorExit in flight under the wrapper)."""
+    if run is not None and run.closing_early:
+        return "consumer_closed"
+    if isinstance(sys.exc_info()[1], GeneratorExit):
+        return "generator_exit" if run is not None and run.watch is not None else "consumer_closed"
+    return None
 
 
 def conclude_agent(
@@ -158,7 +167,13 @@ def end_failed(
     if entry.pending is None:
         ledger.reattach(entry)
     aborted = abort_reason(error)
-    if aborted is not None:
+    # Some ADK releases (2.15) report a model stream closed before its end to
+    # the error hooks as a CancelledError, with the GeneratorExit in flight: a
+    # close, not a cancellation, as on releases that send no hook for it.
+    closed = closing_reason(run) if aborted == "cancelled" else None
+    if closed is not None:
+        ledger.conclude(entry, Outcome.INCOMPLETE, reason=closed, foreign=foreign)
+    elif aborted is not None:
         ledger.conclude(entry, Outcome.CANCELLED, reason=aborted, foreign=foreign)
     elif is_cancelled(run):
         ledger.conclude(entry, Outcome.CANCELLED, reason="cancelled", foreign=foreign)

@@ -44,6 +44,7 @@ def record_response(runs: Runs, invocation_context: Any, response: Any) -> None:
     found = {sc.A2A_TASK_ID: task_id, sc.A2A_TASK_STATE: state}
     entry.span.set_attributes(sanitize.attributes({k: str(v) for k, v in found.items() if v}) or {})
     if state in sc.A2A_FAILED_STATES:
+        _note_error_id(entry, message)
         reported = run.report(entry)
         reported.error = (sc.A2A_TASK_FAILED, f"remote task {state}: {message or ''}")
         reported.failure = failures.Failure(failures.Category.REMOTE_FAILED)
@@ -68,9 +69,17 @@ def record_error_event(runs: Runs, invocation_context: Any, event: Any) -> None:
     reported = run.report(entry)
     if reported.error is not None:
         return
+    _note_error_id(entry, event.error_message)
     failure = failures.classify_remote_event(
         event.error_message, getattr(event, "custom_metadata", None)
     )
     reason = sc.A2A_TASK_FAILED if failure.category == "remote_failed" else A2A_REQUEST_FAILED
     reported.failure = failure
     reported.error = (reason, failure.message)
+
+
+def _note_error_id(entry: Any, message: Any) -> None:
+    """A failure the serving side sent as an id for its log: the id on the span."""
+    error_id = failures.remote_error_id(message)
+    if error_id is not None:
+        entry.span.set_attribute(sc.ADK_REMOTE_ERROR_ID, error_id)

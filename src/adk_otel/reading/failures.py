@@ -386,6 +386,17 @@ def classify_response_error(error_code: Any) -> Failure:
     return OTHER
 
 
+_ERROR_ID = re.compile(r"\(error_id: ([0-9A-Za-z_-]{1,64})\)")
+
+
+def remote_error_id(message: Any) -> str | None:
+    """The correlation id a serving side put in a failure it sent without the
+    exception's text (``Agent execution failed. (error_id: ...)``): the key to
+    its log entry, where the exception was written in full."""
+    found = _ERROR_ID.search(message) if isinstance(message, str) else None
+    return found.group(1) if found else None
+
+
 def classify_remote_event(message: Any, custom_metadata: Any) -> Failure:
     """An error event a remote (A2A) agent yielded instead of raising: a
     transport category for a request that failed or broke off, else

@@ -176,6 +176,13 @@ class ScriptedLiveConnection(BaseLlmConnection):
     async def send_realtime(self, blob: types.Blob) -> None:
         return None
 
+    async def send_context_update(
+        self, *, system_instruction: str | None = None, tools: Any = None
+    ) -> None:
+        """A new instruction or tools on the open connection (ADK >= 2.15): a
+        script answers the same whatever it is told."""
+        return None
+
     async def receive(self) -> AsyncGenerator[LlmResponse, None]:
         # ADK calls receive() again after each turn; once closed, a
         # connection answers nothing instead of waiting forever.
