@@ -7,9 +7,10 @@ is ``attributes``'s job.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 from urllib.parse import urlsplit
+
+from .. import settings
 
 Endpoint = tuple[str, int]
 
@@ -40,11 +41,11 @@ def gemini_url(*, vertex: bool, location: str | None) -> str:
     """The base URL google-genai picks when none is configured on the client
     (``GOOGLE_GEMINI_BASE_URL`` / ``GOOGLE_VERTEX_BASE_URL``, else its defaults)."""
     if not vertex:
-        return os.environ.get("GOOGLE_GEMINI_BASE_URL") or _GEMINI_API
-    custom = os.environ.get("GOOGLE_VERTEX_BASE_URL")
+        return settings.raw(settings.GOOGLE_GEMINI_BASE_URL) or _GEMINI_API
+    custom = settings.raw(settings.GOOGLE_VERTEX_BASE_URL)
     if custom:
         return custom
-    location = location or os.environ.get("GOOGLE_CLOUD_LOCATION")
+    location = location or settings.raw(settings.GOOGLE_CLOUD_LOCATION)
     if not location or location == "global":
         return "https://aiplatform.googleapis.com/"
     if location in _MULTI_REGIONAL:
@@ -54,4 +55,4 @@ def gemini_url(*, vertex: bool, location: str | None) -> str:
 
 def anthropic_url() -> str:
     """The base URL the anthropic SDK's client takes from the environment."""
-    return os.environ.get("ANTHROPIC_BASE_URL") or _ANTHROPIC_API
+    return settings.raw(settings.ANTHROPIC_BASE_URL) or _ANTHROPIC_API

@@ -46,7 +46,6 @@ once.
 from __future__ import annotations
 
 import logging
-import os
 import sys
 from dataclasses import dataclass, replace
 from typing import Any
@@ -54,6 +53,7 @@ from typing import Any
 from opentelemetry import trace
 
 from .. import semconv as sc
+from .. import settings
 from ..util import wrappers
 from ..util.redact import guarded
 
@@ -246,15 +246,15 @@ def _litellm_callback() -> Recorder | None:
     current span (adk-otel's) it makes its own request span, which carries the usage, only
     with ``USE_OTEL_LITELLM_REQUEST_SPAN``; it records the metrics only with
     ``LITELLM_OTEL_INTEGRATION_ENABLE_METRICS``. Measured with litellm 1.96."""
-    span = _env_true("USE_OTEL_LITELLM_REQUEST_SPAN")
-    metrics = _env_true("LITELLM_OTEL_INTEGRATION_ENABLE_METRICS")
+    span = _env_true(settings.LITELLM_REQUEST_SPAN)
+    metrics = _env_true(settings.LITELLM_METRICS)
     if not (span or metrics):
         return None
     return Recorder(LITELLM_OTEL_CALLBACK, records_metrics=metrics, records_span=span)
 
 
-def _env_true(name: str) -> bool:
-    return os.environ.get(name, "").strip().lower() == "true"
+def _env_true(setting: settings.Setting[str | None]) -> bool:
+    return (settings.load(setting) or "").lower() == "true"
 
 
 def _recorder_of_function(function: Any) -> Recorder | None:
