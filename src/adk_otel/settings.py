@@ -17,6 +17,7 @@ keyword, and the default is used.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 from collections.abc import Callable
@@ -581,10 +582,11 @@ def found(setting: Setting[Any]) -> tuple[str, str] | None:
     return None
 
 
-def raw(setting: Setting[Any]) -> str | None:
-    """The setting's first variable exactly as set (None: unset), for a
-    variable another library reads, read as it reads it."""
-    return os.environ.get(setting.env[0])
+def reader(setting: Setting[Any]) -> Callable[[], str | None]:
+    """A function returning the setting's first variable exactly as set (None:
+    unset), for a variable another library reads, read as it reads it; made
+    once, called on a hot path at the cost of the lookup alone."""
+    return functools.partial(os.environ.get, setting.env[0])
 
 
 def every_value(setting: Setting[Any]) -> tuple[str, ...]:

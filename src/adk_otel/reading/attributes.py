@@ -724,8 +724,12 @@ _GEMINI_NAME = re.compile(r"^(models/)?gem(ini|ma)-", re.IGNORECASE)
 _provider_kind_cache: dict[type, str] = {}
 
 
-def _env_true(setting: settings.Setting[str | None]) -> bool | None:
-    value = settings.raw(setting)
+_use_enterprise = settings.reader(settings.GOOGLE_GENAI_USE_ENTERPRISE)
+_use_vertexai = settings.reader(settings.GOOGLE_GENAI_USE_VERTEXAI)
+
+
+def _env_true(read: Callable[[], str | None]) -> bool | None:
+    value = read()
     if value is None:
         return None
     return value.strip().lower() in ("1", "true", "yes", "on")
@@ -733,8 +737,8 @@ def _env_true(setting: settings.Setting[str | None]) -> bool | None:
 
 def _google_provider() -> str:
     """Gemini API or Vertex AI, the way google-genai picks its backend."""
-    enterprise = _env_true(settings.GOOGLE_GENAI_USE_ENTERPRISE)
-    vertex = enterprise if enterprise is not None else _env_true(settings.GOOGLE_GENAI_USE_VERTEXAI)
+    enterprise = _env_true(_use_enterprise)
+    vertex = enterprise if enterprise is not None else _env_true(_use_vertexai)
     return sc.PROVIDER_VERTEX_AI if vertex else sc.PROVIDER_GEMINI
 
 
