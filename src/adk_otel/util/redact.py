@@ -107,3 +107,9 @@ def guarded(logger: logging.Logger) -> logging.Logger:
     if REDACTING not in logger.filters:
         logger.addFilter(REDACTING)
     return logger
+
+
+# The settings module sits below this one (every module reads settings), so its
+# logger, which names the variables a bad value came from, is guarded from here:
+# anything of the runtime imports this module before it resolves a setting.
+guarded(settings.logger)
