@@ -28,6 +28,8 @@ from ..util.redact import guarded
 
 logger: logging.Logger = guarded(logging.getLogger(__name__))
 
+ENV = settings.USER_ID.env[0]
+
 _warned: set[str] = set()
 
 
