@@ -30,6 +30,7 @@ from opentelemetry import trace
 from opentelemetry.util.types import AttributeValue
 
 from . import semconv as sc
+from . import settings
 from .integrations import coexistence, eval_runs
 from .integrations.devui import DevUi
 from .ledger.telemetry import TelemetryLedger
@@ -52,7 +53,6 @@ from .lifecycle.hook_guard import HookGuard
 from .lifecycle.runner import CURRENT_WATCH
 from .pipeline import held_tracer, processor_swap, provider, shutdown
 from .reading import attributes as attrs
-from .reading import failures
 from .reading.content import ContentCapture
 from .reading.user_id import UserIdMode
 from .semconv import ADK_INFERENCE_RECORDED_BY, ADK_MODEL_CHUNKS, GEN_AI_REQUEST_STREAM, Outcome
@@ -114,7 +114,7 @@ class AdkOtelPlugin(BasePlugin):
         self._propagating: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
         self._last_root: weakref.ref[Any] | None = None
         self._answer_for_adk()
-        if self._options.tracer_provider is not None or not isinstance(
+        if self._options[settings.TRACER_PROVIDER] is not None or not isinstance(
             trace.get_tracer_provider(), trace.ProxyTracerProvider
         ):
             # A provider is known now: resolve at once, so ADK's spans are
@@ -138,8 +138,10 @@ class AdkOtelPlugin(BasePlugin):
         """Keep the options; the ones the hooks read each time are kept apart."""
         self._options = chosen
         self._telemetry = chosen.telemetry
-        self._classifier = chosen.error_classifier
-        self._result_failures = failures.result_failures_enabled(chosen.result_failures)
+        self._classifier = chosen[settings.ERROR_CLASSIFIER]
+        self._result_failures = settings.load(
+            settings.RESULT_FAILURES, chosen[settings.RESULT_FAILURES]
+        )
 
     def prepare(self) -> None:
         """Resolve the tracer provider now (``instrument()`` calls this)."""
@@ -187,10 +189,10 @@ class AdkOtelPlugin(BasePlugin):
         self._capture = capture.for_content(now.content, ledger)
         if ledger.details is not None:
             ledger.details.flush()
-        settings = self._options.telemetry
-        self._processors = processor_swap.ProcessorWatch(now.tracer, options.provider(settings))
-        ledger.details = options.details_log(now.content, settings)
-        self._devui = options.dev_ui(settings, self._devui)
+        telemetry = self._options.telemetry
+        self._processors = processor_swap.ProcessorWatch(now.tracer, options.provider(telemetry))
+        ledger.details = options.details_log(now.content, telemetry)
+        self._devui = options.dev_ui(telemetry, self._devui)
         return ledger
 
     def note_root(self, app_name: Any, root: Any) -> None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from . import settings
+
 INSTRUMENTATION_SCOPE = "adk_otel"
 """Instrumentation scope of every span adk-otel creates."""
 
@@ -98,9 +100,9 @@ ADK_SESSION_STATE = "adk.session.state"
 run starts, JSON (what an eval case's ``session_input.state`` replays)."""
 ADK_CONTENT_EVENT = "adk.content"
 """Span event carrying an invocation's or tool call's content in EVENT modes."""
-CONTENT_CAPTURE_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+CONTENT_CAPTURE_ENV = settings.CAPTURE_CONTENT.env[0]
 """The setting that turns content capture on (the variable other GenAI instrumentations read)."""
-CONTENT_MAX_LENGTH_ENV = "ADK_OTEL_CONTENT_MAX_LENGTH"
+CONTENT_MAX_LENGTH_ENV = settings.CONTENT_MAX_LENGTH.env[0]
 CONTENT_TRUNCATION_MARKER = "...[truncated]"
 """How a captured value cut to the maximum length ends (it is then no longer valid JSON)."""
 

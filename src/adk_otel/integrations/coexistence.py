@@ -15,16 +15,15 @@ leaves it on (then both trace each run, and the warning says that).
 from __future__ import annotations
 
 import logging
-import os
 import sys
 
-from ..util import env
+from .. import settings
 from ..util.redact import guarded
 
 logger: logging.Logger = guarded(logging.getLogger(__name__))
 
-DISABLED_ENV = "OTEL_PYTHON_DISABLED_INSTRUMENTATIONS"
-KEEP_OTHERS_ENV = "ADK_OTEL_KEEP_OTHER_INSTRUMENTATIONS"
+DISABLED_ENV = settings.DISABLED_INSTRUMENTATIONS.env[0]
+KEEP_OTHERS_ENV = settings.KEEP_OTHER_INSTRUMENTATIONS.env[0]
 NAMES = frozenset({"adk_otel", "adk-otel"})
 """What ``OTEL_PYTHON_DISABLED_INSTRUMENTATIONS`` lists to switch adk-otel off (or ``*``)."""
 
@@ -45,8 +44,8 @@ _warned: set[str] = set()
 def disabled() -> bool:
     """Whether ``OTEL_PYTHON_DISABLED_INSTRUMENTATIONS`` names adk-otel, or is
     ``*`` (every instrumentation off, as ``opentelemetry-instrument`` reads it)."""
-    listed = os.environ.get(DISABLED_ENV, "")
-    return any(name.strip().lower() in NAMES or name.strip() == "*" for name in listed.split(","))
+    listed = settings.load(settings.DISABLED_INSTRUMENTATIONS)
+    return any(name.lower() in NAMES or name == "*" for name in listed)
 
 
 def stand_down_others() -> None:
@@ -61,7 +60,7 @@ def stand_down_others() -> None:
             other = getattr(module, class_name)()
             if not other.is_instrumented_by_opentelemetry:
                 continue
-            keep = env.flag(KEEP_OTHERS_ENV, logger.warning) is True
+            keep = settings.load(settings.KEEP_OTHER_INSTRUMENTATIONS, warn=logger.warning)
             if not keep:
                 other.uninstrument()
         except Exception:

@@ -31,25 +31,17 @@ from opentelemetry import trace
 from opentelemetry._logs import Logger, SeverityNumber, get_logger_provider
 
 from .. import semconv as sc
+from .. import settings
 from ..pipeline.provider import TelemetrySettings, built_logger_provider
-from ..util import env
 from ..util.redact import guarded
 from ..version import __version__
 from .eval_runs import Judged
 
 logger: logging.Logger = guarded(logging.getLogger(__name__))
 
-AS_SPANS_ENV = "ADK_OTEL_EVALUATIONS_AS_SPANS"
 
 Record = Mapping[str, Any]
 """One ``gen_ai.evaluation.result`` event's attributes."""
-
-
-def as_spans(explicit: bool | None) -> bool:
-    """The keyword, else ``ADK_OTEL_EVALUATIONS_AS_SPANS``, else the log-record form."""
-    if explicit is not None:
-        return explicit
-    return env.flag(AS_SPANS_ENV, logger.warning) is True
 
 
 def _real(provider: Any) -> bool:
@@ -71,7 +63,7 @@ class Sender:
     ) -> None:
         self._tracer_provider = tracer_provider
         self._logger_provider = logger_provider
-        self._spans = as_spans(spans)
+        self._spans = settings.load(settings.EVALUATIONS_AS_SPANS, spans, warn=logger.warning)
         self.sent: int = 0
 
     def _logger(self, settings: TelemetrySettings | None) -> Logger | None:

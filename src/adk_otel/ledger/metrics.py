@@ -34,9 +34,9 @@ from opentelemetry import metrics
 from opentelemetry.util.types import AttributeValue
 
 from .. import semconv as sc
+from .. import settings
 from ..pipeline import adk_scope
 from ..semconv import Outcome
-from ..util import env
 from ..util.redact import guarded
 from ..version import __version__
 from .facts import AGENT, INVOCATION, MODEL, TOOL, Facts, dimensions
@@ -44,7 +44,6 @@ from .spans import error_type
 
 logger: logging.Logger = guarded(logging.getLogger(__name__))
 
-KEEP_ADK_METRICS_ENV = "ADK_OTEL_KEEP_ADK_METRICS"
 _SUPPRESSING = "_adk_otel_suppresses_adk_meter"
 
 # Bucket advice from the GenAI metric conventions.
@@ -297,7 +296,7 @@ def _is_real(provider: Any) -> bool:
 
 
 def keep_adk_metrics() -> bool:
-    return env.flag(KEEP_ADK_METRICS_ENV, logger.warning) is True
+    return settings.load(settings.KEEP_ADK_METRICS, warn=logger.warning)
 
 
 def _adk_meter_active() -> bool:

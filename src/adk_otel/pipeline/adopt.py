@@ -19,7 +19,6 @@ leaves it alone.
 from __future__ import annotations
 
 import logging
-import os
 import sys
 import threading
 from typing import Any
@@ -27,16 +26,15 @@ from typing import Any
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-from ..util import env
+from .. import settings
 from .export import ExportingProcessor, batch_settings
 from .instance import give_instance_id
 from .otel_env import otlp_exporter_from_env
 
 logger: logging.Logger = logging.getLogger("adk_otel.pipeline")
 
-ADOPT_ENV = "ADK_OTEL_ADOPT_ADK_PROVIDER"
+ADOPT_ENV = settings.ADOPT_ADK_PROVIDER.env[0]
 _ADK_SERVER_MODULE = "google.adk.cli.api_server"
-_ENDPOINTS = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
 _OTLP_EXPORTER_MODULES = (
     "opentelemetry.exporter.otlp.proto.http.trace_exporter",
     "opentelemetry.exporter.otlp.proto.grpc.trace_exporter",
@@ -63,7 +61,7 @@ def _take_over(provider: Any) -> bool:
     if any(isinstance(p, ExportingProcessor) for p in processors):
         return True
     batches = [p for p in processors if type(p) is BatchSpanProcessor and _exports_otlp(p)]
-    if len(batches) != 1 or env.flag(ADOPT_ENV, logger.warning) is False:
+    if len(batches) != 1 or not settings.load(settings.ADOPT_ADK_PROVIDER, warn=logger.warning):
         return False
     exporter = otlp_exporter_from_env()
     if exporter is None:
@@ -93,7 +91,7 @@ def _looks_like_adks(provider: Any) -> bool:
     ``Resource.create()`` carries ``telemetry.sdk.*``)."""
     if _ADK_SERVER_MODULE not in sys.modules or type(provider) is not TracerProvider:
         return False
-    if not any(os.environ.get(name, "").strip() for name in _ENDPOINTS):
+    if settings.found(settings.TRACES_ENDPOINT) is None:
         return False
     if "telemetry.sdk.name" in provider.resource.attributes:
         return False

@@ -32,24 +32,17 @@ from opentelemetry import trace
 from opentelemetry._logs import Logger, SeverityNumber, get_logger_provider
 
 from .. import semconv as sc
-from ..util import env
+from .. import settings
 from ..util.redact import guarded
 from ..version import __version__
 
 logger: logging.Logger = guarded(logging.getLogger(__name__))
 
-AS_SPAN_EVENT_ENV = "ADK_OTEL_DETAILS_AS_SPAN_EVENT"
+AS_SPAN_EVENT_ENV = settings.DETAILS_AS_SPAN_EVENT.env[0]
 MAX_PENDING = 1024
 """Records waiting for tool-call ids, at most (older ones are emitted as they are)."""
 
 _warned: set[str] = set()
-
-
-def as_span_event(explicit: bool | None) -> bool:
-    """The keyword, else ``ADK_OTEL_DETAILS_AS_SPAN_EVENT``, else the log-record form."""
-    if explicit is not None:
-        return explicit
-    return env.flag(AS_SPAN_EVENT_ENV, logger.warning) is True
 
 
 def resolve_logger(explicit: Any, built: Any = None) -> Logger | None:

@@ -25,32 +25,26 @@ from typing import Any
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
-from ..util import env
+from .. import settings
 from ..util.redact import guarded, redact_text
 from .span_repair import repair_batch
 
 # One logger for everything on the export path, as documented (docs/operations.md).
 logger: logging.Logger = guarded(logging.getLogger("adk_otel.pipeline"))
 
-BSP_DEFAULTS = {
-    "OTEL_BSP_MAX_QUEUE_SIZE": 8192,
-    "OTEL_BSP_SCHEDULE_DELAY": 1000,
-    "OTEL_BSP_MAX_EXPORT_BATCH_SIZE": 512,
-    "OTEL_BSP_EXPORT_TIMEOUT": 5000,
-}
-"""adk-otel's values where the variable is unset (the SDK's: 2048 spans, 5000 ms,
-512 spans, 30000 ms). The queue holds seconds of a busy agent process's spans,
-so an export thread starved for a while drops nothing (benchmarks/README.md,
-"Export under load"); the export timeout bounds the final flush at shutdown (ms)."""
-BSP_MAXIMUMS = {
-    "OTEL_BSP_MAX_QUEUE_SIZE": 1_000_000,
-    "OTEL_BSP_SCHEDULE_DELAY": 3_600_000,
-    "OTEL_BSP_MAX_EXPORT_BATCH_SIZE": 1_000_000,
-    "OTEL_BSP_EXPORT_TIMEOUT": 600_000,
-}
-"""The largest value each accepts (spans; ms): beyond them the SDK's queue
-or timers fail (a deque or wait too large for the platform) or a shutdown
-never ends. docs/operations.md lists them."""
+BATCH_SETTINGS = (
+    settings.BSP_MAX_QUEUE_SIZE,
+    settings.BSP_SCHEDULE_DELAY,
+    settings.BSP_MAX_EXPORT_BATCH_SIZE,
+    settings.BSP_EXPORT_TIMEOUT,
+)
+"""The batch processor's settings (declared in settings.py). adk-otel's defaults
+differ from the SDK's (2048 spans, 5000 ms, 512 spans, 30000 ms): the queue holds
+seconds of a busy agent process's spans, so an export thread starved for a while
+drops nothing (benchmarks/README.md, "Export under load"); the export timeout
+bounds the final flush at shutdown (ms). Each has a largest value: beyond it the
+SDK's queue or timers fail (a deque or wait too large for the platform) or a
+shutdown never ends. docs/operations.md lists them."""
 DROP_REPORT_INTERVAL = 60.0
 """Seconds between two warnings that count spans dropped from a full queue."""
 NO_COLLECTOR_ADVICE = (
@@ -80,8 +74,7 @@ def batch_settings() -> dict[str, Any]:
     """Batch processor settings: each ``OTEL_BSP_*`` variable if valid, else
     adk-otel's default (a bad value is reported, naming the variable)."""
     values = {
-        name: env.positive_int(name, default, logger.warning, BSP_MAXIMUMS[name])
-        for name, default in BSP_DEFAULTS.items()
+        setting.env[0]: settings.load(setting, warn=logger.warning) for setting in BATCH_SETTINGS
     }
     queue = values["OTEL_BSP_MAX_QUEUE_SIZE"]
     batch = values["OTEL_BSP_MAX_EXPORT_BATCH_SIZE"]

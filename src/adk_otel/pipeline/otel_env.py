@@ -6,7 +6,6 @@ a working default; nothing here raises into the application."""
 from __future__ import annotations
 
 import logging
-import os
 import re
 from collections.abc import Callable
 from typing import Any
@@ -15,6 +14,7 @@ from urllib.parse import urlsplit
 from opentelemetry.sdk.trace import sampling
 from opentelemetry.sdk.trace.export import SpanExporter
 
+from .. import settings
 from ..util.redact import guarded, redact_url
 from .export import MUTING, install_muting
 
@@ -39,7 +39,7 @@ def sampler_from_env() -> sampling.Sampler | None:
     """The sampler ``OTEL_TRACES_SAMPLER`` / ``OTEL_TRACES_SAMPLER_ARG`` ask
     for; None (the SDK's default) when unset. A bad value is reported with a
     warning naming the variable, never raised."""
-    name = os.environ.get("OTEL_TRACES_SAMPLER", "").strip().lower()
+    name = settings.load(settings.TRACES_SAMPLER).lower()
     if not name:
         return None
     if name not in _SAMPLERS:
@@ -59,7 +59,7 @@ def sampler_from_env() -> sampling.Sampler | None:
 
 
 def _sampler_ratio() -> float:
-    raw = os.environ.get("OTEL_TRACES_SAMPLER_ARG", "").strip()
+    raw = settings.load(settings.TRACES_SAMPLER_ARG)
     if not raw:
         return 1.0
     try:
@@ -76,14 +76,6 @@ def _sampler_ratio() -> float:
     return ratio
 
 
-def _env(*names: str) -> tuple[str, str] | None:
-    for name in names:
-        value = os.environ.get(name, "").strip()
-        if value:
-            return name, value
-    return None
-
-
 def otlp_protocol() -> str:
     return _protocol_setting()[1]
 
@@ -91,7 +83,7 @@ def otlp_protocol() -> str:
 def _protocol_setting() -> tuple[str, str]:
     """The OTLP protocol asked for, with the variable that asked (an empty name
     for the default). An unknown value is reported and replaced by the default."""
-    found = _env("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL")
+    found = settings.found(settings.TRACES_PROTOCOL)
     if found is None:
         return "", DEFAULT_PROTOCOL
     name, value = found
@@ -185,7 +177,7 @@ def named_exporters_from_env() -> list[SpanExporter]:
     none, each from its entry point (``OTEL_TRACES_EXPORTER=otlp_json_file``:
     a file the ``adk-otel`` commands read); unknown names are reported once,
     by :func:`otlp_exporter_from_env`."""
-    value = os.environ.get("OTEL_TRACES_EXPORTER", "").strip().lower()
+    value = settings.load(settings.TRACES_EXPORTER).lower()
     names = [name for name in _traces_exporters(value) if name not in TRACES_EXPORTERS]
     if not names:
         return []
@@ -197,7 +189,7 @@ def named_exporters_from_env() -> list[SpanExporter]:
 def console_exporter_from_env() -> SpanExporter | None:
     """The SDK's console exporter when ``OTEL_TRACES_EXPORTER`` lists
     ``console`` (alone or beside ``otlp``, e.g. ``otlp,console``), else None."""
-    value = os.environ.get("OTEL_TRACES_EXPORTER", "").strip().lower()
+    value = settings.load(settings.TRACES_EXPORTER).lower()
     if "console" not in _traces_exporters(value):
         return None
     from opentelemetry.sdk.trace.export import ConsoleSpanExporter
@@ -211,7 +203,7 @@ def otlp_exporter_from_env() -> SpanExporter | None:
     ``OTEL_TRACES_EXPORTER=none`` turns exporting off; the exporters read
     endpoint, headers, timeout, compression and certificates themselves.
     """
-    exporters = os.environ.get("OTEL_TRACES_EXPORTER", "otlp").strip().lower()
+    exporters = settings.load(settings.TRACES_EXPORTER).lower()
     names = _traces_exporters(exporters)
     built = [name for name in names if name in TRACES_EXPORTERS]
     installed = _installed_exporters() if len(built) < len(names) else {}
@@ -239,7 +231,7 @@ def otlp_exporter_from_env() -> SpanExporter | None:
             protocol_variable,
         )
         return None
-    endpoint = _env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
+    endpoint = settings.found(settings.TRACES_ENDPOINT)
     if endpoint is not None:
         problem = endpoint_problem(endpoint[1], protocol)
         if problem:
@@ -254,9 +246,7 @@ def otlp_exporter_from_env() -> SpanExporter | None:
             return None
     _check_headers()
     options = _checked_exporter_options()
-    if endpoint is None and _blank(
-        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"
-    ):
+    if endpoint is None and settings.blank(settings.TRACES_ENDPOINT):
         # An endpoint variable set but empty: the default, not an empty URL.
         options["endpoint"] = (
             "http://localhost:4317" if protocol == "grpc" else "http://localhost:4318/v1/traces"
@@ -296,7 +286,7 @@ def otlp_log_exporter_from_env() -> Any:
     """The OTLP log exporter for the details event, or None (``OTEL_LOGS_EXPORTER=none``,
     or it cannot be built: reported). Endpoint (``OTEL_EXPORTER_OTLP_LOGS_ENDPOINT``,
     else ``OTEL_EXPORTER_OTLP_ENDPOINT``), headers and timeout are read by the exporter."""
-    if os.environ.get("OTEL_LOGS_EXPORTER", "otlp").strip().lower() == "none":
+    if settings.load(settings.LOGS_EXPORTER).lower() == "none":
         return None
     protocol = otlp_protocol()
     if protocol == "grpc" and not grpc_exporter_available():
@@ -347,7 +337,7 @@ _HEADER_VALUE = re.compile(r"[\x20-\x7e]*")
 def _check_headers() -> None:
     """Report ``OTEL_EXPORTER_OTLP_(TRACES_)HEADERS`` entries the exporter will
     ignore or choke on. Values are never logged: they often hold credentials."""
-    found = _env("OTEL_EXPORTER_OTLP_TRACES_HEADERS", "OTEL_EXPORTER_OTLP_HEADERS")
+    found = settings.found(settings.TRACES_HEADERS)
     if found is None:
         return
     name, value = found
@@ -379,8 +369,7 @@ def _checked_exporter_options() -> dict[str, Any]:
     message naming neither variable: reported here, replaced by defaults
     (``{"timeout": 10.0}``, ``{"compression": "none"}``) passed explicitly."""
     options: dict[str, Any] = {}
-    timeout_names = ("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT")
-    found = _env(*timeout_names)
+    found = settings.found(settings.TRACES_TIMEOUT)
     if found is not None:
         try:
             seconds = float(found[1])
@@ -395,21 +384,14 @@ def _checked_exporter_options() -> dict[str, Any]:
                 MAX_EXPORT_TIMEOUT_S,
             )
             options["timeout"] = 10.0
-    elif _blank(*timeout_names):
+    elif settings.blank(settings.TRACES_TIMEOUT):
         options["timeout"] = 10.0  # set but empty: unset, which the exporter would not say
-    compression_names = ("OTEL_EXPORTER_OTLP_TRACES_COMPRESSION", "OTEL_EXPORTER_OTLP_COMPRESSION")
-    found = _env(*compression_names)
+    found = settings.found(settings.TRACES_COMPRESSION)
     if found is not None and found[1].lower() not in ("none", "gzip", "deflate"):
         logger.warning(
             "adk-otel: %s=%r is not one of none, gzip, deflate; using none", found[0], found[1][:64]
         )
         options["compression"] = "none"
-    elif found is None and _blank(*compression_names):
+    elif found is None and settings.blank(settings.TRACES_COMPRESSION):
         options["compression"] = "none"
     return options
-
-
-def _blank(*names: str) -> bool:
-    """Whether any of ``names`` is set to an empty value (``VAR=${UNSET}`` in a
-    compose file): adk-otel reads that as unset, the SDK's exporters do not."""
-    return any(name in os.environ and not os.environ[name].strip() for name in names)

@@ -44,8 +44,9 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter
 
+from .. import settings
 from ..semconv import A2A_SDK_SCOPE, ADK_SCOPE, INSTRUMENTATION_SCOPE
-from ..util import env, wrappers
+from ..util import wrappers
 from ..util.redact import guarded
 from ..version import __version__
 from . import adk_scope, adopt, held_tracer, scope_tracers
@@ -64,8 +65,6 @@ from .routed_tracer import RoutedTracer
 
 logger: logging.Logger = guarded(logging.getLogger("adk_otel.pipeline"))
 
-KEEP_ADK_SPANS_ENV = "ADK_OTEL_KEEP_ADK_SPANS"
-KEEP_A2A_SPANS_ENV = "ADK_OTEL_KEEP_A2A_SPANS"
 _SUPPRESSING = "_adk_otel_suppresses_adk_scope"
 _build_lock = threading.Lock()
 _built: dict[str, Any] = {}
@@ -73,8 +72,6 @@ _built: dict[str, Any] = {}
 logger provider it built beside it when first needed (``logger``)."""
 _told = {"unanswered": False}
 """Warnings said once per process."""
-_said: set[str] = set()
-"""Bad settings said already (``_warn_once``)."""
 _unswitchable: set[int] = set()
 """Providers already warned about: their SDK cannot switch a scope off."""
 _files_added: set[tuple[int, str]] = set()
@@ -94,14 +91,14 @@ class TelemetrySettings:
     """Where spans are also appended as OTLP JSON lines (``instrument(traces_file=...)``)."""
 
 
-def resolve_tracer(settings: TelemetrySettings) -> trace.Tracer:
+def resolve_tracer(telemetry: TelemetrySettings) -> trace.Tracer:
     """The tracer adk-otel's spans are made with, pipeline set up if needed."""
-    provider = settings.tracer_provider or global_tracer_provider()
-    if settings.tracer_provider is None:
+    provider = telemetry.tracer_provider or global_tracer_provider()
+    if telemetry.tracer_provider is None:
         adopt.take_over(provider)  # ADK's server built it from OTEL_* alone (adopt.py)
-    if settings.traces_file:
-        add_traces_file(provider, settings.traces_file)
-    keep = keep_adk_spans(settings.keep_adk_spans)
+    if telemetry.traces_file:
+        add_traces_file(provider, telemetry.traces_file)
+    keep = keep_adk_spans(telemetry.keep_adk_spans)
     if isinstance(provider, AdkOtelTracerProvider):
         provider.keep_adk_spans(keep)
     else:
@@ -114,7 +111,7 @@ def resolve_tracer(settings: TelemetrySettings) -> trace.Tracer:
     ):
         # Asked to keep them on a provider where an earlier default switched them off.
         logger.info("adk-otel: ADK's own spans switched back on for this provider")
-    if not env.flag(KEEP_A2A_SPANS_ENV, logger.warning):
+    if not settings.load(settings.KEEP_A2A_SPANS, warn=logger.warning):
         suppress_scopes(sdk_provider_of(provider) or provider, frozenset({A2A_SDK_SCOPE}))
     return provider.get_tracer(INSTRUMENTATION_SCOPE, __version__)
 
@@ -174,17 +171,7 @@ def sdk_provider_of(provider: Any) -> TracerProvider | None:
 def keep_adk_spans(explicit: bool | None) -> bool:
     """The argument, else ``ADK_OTEL_KEEP_ADK_SPANS`` (true or false), else
     off: one span per operation on every path, ``adk web`` included."""
-    if explicit is not None:
-        return explicit
-    return env.flag(KEEP_ADK_SPANS_ENV, _warn_once) is True
-
-
-def _warn_once(message: str, *args: Any) -> None:
-    """A bad setting read again (each plugin made, each resolve) is said once."""
-    text = message % args
-    if text not in _said:
-        _said.add(text)
-        logger.warning("%s", text)
+    return settings.load(settings.KEEP_ADK_SPANS, explicit)
 
 
 def global_tracer_provider() -> trace.TracerProvider:
@@ -193,7 +180,7 @@ def global_tracer_provider() -> trace.TracerProvider:
         current = trace.get_tracer_provider()
         if not isinstance(current, trace.ProxyTracerProvider):
             return current
-        if os.environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
+        if settings.load(settings.SDK_DISABLED).lower() == "true":
             return trace.NoOpTracerProvider()
         provider = build_tracer_provider()
         trace.set_tracer_provider(provider)

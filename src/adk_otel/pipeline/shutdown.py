@@ -19,8 +19,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from ..util import env
-from .export import BSP_DEFAULTS, BSP_MAXIMUMS, MUTING, ExportingProcessor
+from .. import settings
+from .export import MUTING, ExportingProcessor
 from .provider import exporting_processor
 
 logger: logging.Logger = logging.getLogger("adk_otel.pipeline")
@@ -42,8 +42,7 @@ _DROP_REPORT_INTERVAL = 60.0
 def flush_timeout() -> float:
     """Seconds a shutdown flush may take: ``OTEL_BSP_EXPORT_TIMEOUT`` (ms),
     at most :data:`FLUSH_LIMIT`."""
-    name = "OTEL_BSP_EXPORT_TIMEOUT"
-    millis = env.positive_int(name, BSP_DEFAULTS[name], logger.debug, BSP_MAXIMUMS[name])
+    millis = settings.load(settings.BSP_EXPORT_TIMEOUT, warn=logger.debug)
     return min(millis / 1000, FLUSH_LIMIT)
 
 

@@ -24,14 +24,13 @@ Read when the plugin resolves its providers, like the content settings.
 
 from __future__ import annotations
 
-import os
+from .. import settings
 
-OPT_IN_ENV = "OTEL_SEMCONV_STABILITY_OPT_IN"
+OPT_IN_ENV = settings.SEMCONV_STABILITY_OPT_IN.env[0]
 LATEST_GEN_AI = "gen_ai_latest_experimental"
 
 
 def latest_gen_ai() -> bool:
     """Whether the latest experimental GenAI conventions were opted into."""
-    values = os.environ.get(OPT_IN_ENV, "")
     # As opentelemetry-instrumentation reads it: comma-separated, spaces ignored.
-    return any(v.strip() == LATEST_GEN_AI for v in values.split(","))
+    return LATEST_GEN_AI in settings.load(settings.SEMCONV_STABILITY_OPT_IN)

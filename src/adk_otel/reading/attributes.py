@@ -6,7 +6,6 @@ costs one attribute on a span, never a broken run.
 
 from __future__ import annotations
 
-import os
 import re
 import weakref
 from collections.abc import Callable, Mapping
@@ -16,6 +15,7 @@ from typing import Any
 from opentelemetry.util.types import AttributeValue
 
 from .. import semconv as sc
+from .. import settings
 from ..util import sanitize
 from . import content, endpoint
 from .inference_recorders import RECORDED_KINDS, Recorder, inference_recorder
@@ -90,30 +90,16 @@ _model_openings: dict[tuple[Any, ...], Opening] = {}
 _tool_openings: dict[tuple[Any, ...], Opening] = {}
 
 _MISSING = object()
-_ENVIRONMENT_NAMES = (
-    "GOOGLE_GENAI_USE_ENTERPRISE",
-    "GOOGLE_GENAI_USE_VERTEXAI",
-    "GOOGLE_GEMINI_BASE_URL",
-    "GOOGLE_VERTEX_BASE_URL",
-    "GOOGLE_CLOUD_LOCATION",
-    "ANTHROPIC_BASE_URL",
+_environment = settings.watch(
+    settings.GOOGLE_GENAI_USE_ENTERPRISE,
+    settings.GOOGLE_GENAI_USE_VERTEXAI,
+    settings.GOOGLE_GEMINI_BASE_URL,
+    settings.GOOGLE_VERTEX_BASE_URL,
+    settings.GOOGLE_CLOUD_LOCATION,
+    settings.ANTHROPIC_BASE_URL,
 )
-_environ_data: Any = getattr(os.environ, "_data", None)
-_environ_keys: tuple[Any, ...] = (
-    tuple(os.environ.encodekey(n) for n in _ENVIRONMENT_NAMES)
-    if isinstance(_environ_data, dict) and hasattr(os.environ, "encodekey")
-    else ()
-)
-
-
-def _environment() -> tuple[Any, ...]:
-    """The variables a provider and endpoint are read from, as they are now
-    (the environment's own mapping read directly where it has one: this runs
-    per span of a Google or Anthropic model)."""
-    if _environ_keys:
-        data = _environ_data
-        return tuple([data.get(k) for k in _environ_keys])
-    return tuple(os.environ.get(n) for n in _ENVIRONMENT_NAMES)
+"""The variables a provider and endpoint are read from, as they are now (this
+runs per span of a Google or Anthropic model)."""
 
 
 def _keep(store: dict[tuple[Any, ...], Opening], key: tuple[Any, ...], opening: Opening) -> Opening:
@@ -738,8 +724,12 @@ _GEMINI_NAME = re.compile(r"^(models/)?gem(ini|ma)-", re.IGNORECASE)
 _provider_kind_cache: dict[type, str] = {}
 
 
-def _env_true(name: str) -> bool | None:
-    value = os.environ.get(name)
+_use_enterprise = settings.reader(settings.GOOGLE_GENAI_USE_ENTERPRISE)
+_use_vertexai = settings.reader(settings.GOOGLE_GENAI_USE_VERTEXAI)
+
+
+def _env_true(read: Callable[[], str | None]) -> bool | None:
+    value = read()
     if value is None:
         return None
     return value.strip().lower() in ("1", "true", "yes", "on")
@@ -747,8 +737,8 @@ def _env_true(name: str) -> bool | None:
 
 def _google_provider() -> str:
     """Gemini API or Vertex AI, the way google-genai picks its backend."""
-    enterprise = _env_true("GOOGLE_GENAI_USE_ENTERPRISE")
-    vertex = enterprise if enterprise is not None else _env_true("GOOGLE_GENAI_USE_VERTEXAI")
+    enterprise = _env_true(_use_enterprise)
+    vertex = enterprise if enterprise is not None else _env_true(_use_vertexai)
     return sc.PROVIDER_VERTEX_AI if vertex else sc.PROVIDER_GEMINI
 
 

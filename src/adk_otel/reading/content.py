@@ -25,24 +25,25 @@ from __future__ import annotations
 import base64
 import json
 import logging
-import os
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
 from .. import semconv as sc
-from ..util import env, sanitize
+from .. import settings
+from ..settings import CAPTURE_CONTENT, CONTENT_MAX_LENGTH, load
+from ..util import sanitize
 from ..util.redact import guarded
 
 logger: logging.Logger = guarded(logging.getLogger(__name__))
 
-CAPTURE_ENV = sc.CONTENT_CAPTURE_ENV
-MAX_LENGTH_ENV = sc.CONTENT_MAX_LENGTH_ENV
-DEFAULT_MAX_LENGTH = 8192
+CAPTURE_ENV = settings.CAPTURE_CONTENT.env[0]
+MAX_LENGTH_ENV = settings.CONTENT_MAX_LENGTH.env[0]
+DEFAULT_MAX_LENGTH = settings.CONTENT_MAX_LENGTH.default
 TRUNCATION_MARKER = sc.CONTENT_TRUNCATION_MARKER
 
-Redactor = Callable[[str, str], "str | None"]
+Redactor = settings.Redactor
 _warned: set[str] = set()
 
 
@@ -86,19 +87,6 @@ def parse_mode(value: bool | str | CaptureMode | None, source: str) -> CaptureMo
             ", ".join(m.value for m in CaptureMode),
         )
         return CaptureMode.NO_CONTENT
-
-
-def _max_length(explicit: int | None) -> int:
-    if explicit is not None:
-        if explicit > 0:
-            return explicit
-        _warn_once(
-            "adk-otel: content_max_length=%r must be positive; using %d",
-            explicit,
-            DEFAULT_MAX_LENGTH,
-        )
-        return DEFAULT_MAX_LENGTH
-    return env.positive_int(MAX_LENGTH_ENV, DEFAULT_MAX_LENGTH, _warn_once)
 
 
 @dataclass(frozen=True)
@@ -192,16 +180,14 @@ def message_text(payload: Any) -> str | None:
 
 def resolve(settings: ContentSettings) -> ContentCapture | None:
     """The active policy, or ``None`` when content capture is off."""
-    if settings.capture is not None:
-        mode = parse_mode(settings.capture, "capture_content")
-    else:
-        mode = parse_mode(os.environ.get(CAPTURE_ENV), CAPTURE_ENV)
+    asked = settings.capture
+    mode = parse_mode(load(CAPTURE_CONTENT, asked, warn=_warn_once), CAPTURE_CONTENT.source(asked))
     if mode is CaptureMode.NO_CONTENT:
         return None
     return ContentCapture(
         on_span=mode in (CaptureMode.SPAN_ONLY, CaptureMode.SPAN_AND_EVENT),
         on_event=mode in (CaptureMode.EVENT_ONLY, CaptureMode.SPAN_AND_EVENT),
-        max_length=_max_length(settings.max_length),
+        max_length=load(CONTENT_MAX_LENGTH, settings.max_length, warn=_warn_once),
         redact=settings.redact,
     )
 

@@ -7,9 +7,10 @@ is ``attributes``'s job.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 from urllib.parse import urlsplit
+
+from .. import settings
 
 Endpoint = tuple[str, int]
 
@@ -36,15 +37,21 @@ def from_url(url: Any) -> Endpoint | None:
     return host, port if port is not None else default
 
 
+_gemini_base_url = settings.reader(settings.GOOGLE_GEMINI_BASE_URL)
+_vertex_base_url = settings.reader(settings.GOOGLE_VERTEX_BASE_URL)
+_cloud_location = settings.reader(settings.GOOGLE_CLOUD_LOCATION)
+_anthropic_base_url = settings.reader(settings.ANTHROPIC_BASE_URL)
+
+
 def gemini_url(*, vertex: bool, location: str | None) -> str:
     """The base URL google-genai picks when none is configured on the client
     (``GOOGLE_GEMINI_BASE_URL`` / ``GOOGLE_VERTEX_BASE_URL``, else its defaults)."""
     if not vertex:
-        return os.environ.get("GOOGLE_GEMINI_BASE_URL") or _GEMINI_API
-    custom = os.environ.get("GOOGLE_VERTEX_BASE_URL")
+        return _gemini_base_url() or _GEMINI_API
+    custom = _vertex_base_url()
     if custom:
         return custom
-    location = location or os.environ.get("GOOGLE_CLOUD_LOCATION")
+    location = location or _cloud_location()
     if not location or location == "global":
         return "https://aiplatform.googleapis.com/"
     if location in _MULTI_REGIONAL:
@@ -54,4 +61,4 @@ def gemini_url(*, vertex: bool, location: str | None) -> str:
 
 def anthropic_url() -> str:
     """The base URL the anthropic SDK's client takes from the environment."""
-    return os.environ.get("ANTHROPIC_BASE_URL") or _ANTHROPIC_API
+    return _anthropic_base_url() or _ANTHROPIC_API

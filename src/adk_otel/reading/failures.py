@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -34,17 +34,15 @@ from typing import Any
 from opentelemetry.util.types import AttributeValue
 
 from .. import semconv as sc
-from ..util import env, sanitize
+from .. import settings
+from ..util import sanitize
 from ..util.redact import guarded
 from .attributes import mcp_tool_error
 
 logger: logging.Logger = guarded(logging.getLogger(__name__))
 
-RESULT_FAILURES_ENV = "ADK_OTEL_RESULT_FAILURES"
 
-ErrorClassifier = Callable[[Any, str], "str | None"]
-"""``(exception or tool result, layer) -> category or None``; the layer is
-``adk.span.kind``'s value: ``tool``, ``model``, ``agent`` or ``invocation``."""
+ErrorClassifier = settings.ErrorClassifier
 
 
 class Category(StrEnum):
@@ -107,14 +105,6 @@ class Failure:
 
 
 OTHER = Failure(Category.OTHER)
-
-
-def result_failures_enabled(explicit: bool | None) -> bool:
-    """Whether tool results are read for failures: the keyword, else the
-    ``ADK_OTEL_RESULT_FAILURES`` variable, else on."""
-    if explicit is not None:
-        return explicit
-    return env.flag(RESULT_FAILURES_ENV, logger.warning) is not False
 
 
 # -- exceptions ----------------------------------------------------------------

@@ -46,14 +46,15 @@ once.
 from __future__ import annotations
 
 import logging
-import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
 from opentelemetry import trace
 
 from .. import semconv as sc
+from .. import settings
 from ..util import wrappers
 from ..util.redact import guarded
 
@@ -246,15 +247,19 @@ def _litellm_callback() -> Recorder | None:
     current span (adk-otel's) it makes its own request span, which carries the usage, only
     with ``USE_OTEL_LITELLM_REQUEST_SPAN``; it records the metrics only with
     ``LITELLM_OTEL_INTEGRATION_ENABLE_METRICS``. Measured with litellm 1.96."""
-    span = _env_true("USE_OTEL_LITELLM_REQUEST_SPAN")
-    metrics = _env_true("LITELLM_OTEL_INTEGRATION_ENABLE_METRICS")
+    span = _env_true(_litellm_request_span)
+    metrics = _env_true(_litellm_metrics)
     if not (span or metrics):
         return None
     return Recorder(LITELLM_OTEL_CALLBACK, records_metrics=metrics, records_span=span)
 
 
-def _env_true(name: str) -> bool:
-    return os.environ.get(name, "").strip().lower() == "true"
+_litellm_request_span = settings.reader(settings.LITELLM_REQUEST_SPAN)
+_litellm_metrics = settings.reader(settings.LITELLM_METRICS)
+
+
+def _env_true(read: Callable[[], str | None]) -> bool:
+    return (read() or "").strip().lower() == "true"
 
 
 def _recorder_of_function(function: Any) -> Recorder | None:

@@ -18,17 +18,18 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 from enum import StrEnum
 from typing import Any
 
 from .. import semconv as sc
+from .. import settings
 from ..util import sanitize
 from ..util.redact import guarded
 
 logger: logging.Logger = guarded(logging.getLogger(__name__))
 
-ENV = "ADK_OTEL_USER_ID"
+ENV = settings.USER_ID.env[0]
+
 _warned: set[str] = set()
 
 
@@ -42,10 +43,7 @@ class UserIdMode(StrEnum):
 
 def resolve(explicit: str | None) -> UserIdMode:
     """The mode from the ``user_id`` keyword, else the environment."""
-    if explicit is not None:
-        return _parse(explicit, "user_id")
-    raw = os.environ.get(ENV)
-    return UserIdMode.PLAIN if raw is None or not raw.strip() else _parse(raw, ENV)
+    return _parse(settings.load(settings.USER_ID, explicit), settings.USER_ID.source(explicit))
 
 
 def _parse(value: Any, source: str) -> UserIdMode:

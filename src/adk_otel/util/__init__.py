@@ -1,3 +1,3 @@
 """Helpers with no knowledge of ADK or OpenTelemetry: text made safe to write
-(sanitize.py), credentials kept out of messages (redact.py) and adk-otel's own
-environment variables (env.py)."""
+(sanitize.py), credentials kept out of messages (redact.py) and the way through
+other libraries' wrappers (wrappers.py)."""

@@ -10,21 +10,16 @@ an exporter's error text repeats the URL it failed on, query string and all.
 from __future__ import annotations
 
 import logging
-import os
 import re
 from urllib.parse import unquote, urlsplit, urlunsplit
+
+from .. import settings
 
 REDACTED = "***"
 MIN_SECRET_LENGTH = 4
 """Shorter configured values are not masked inside other text (a header value
 ``1`` would mask every digit); they are still masked inside URLs."""
 
-_HEADER_VARIABLES = tuple(
-    f"OTEL_EXPORTER_OTLP_{signal}HEADERS" for signal in ("", "TRACES_", "METRICS_", "LOGS_")
-)
-_ENDPOINT_VARIABLES = tuple(
-    f"OTEL_EXPORTER_OTLP_{signal}ENDPOINT" for signal in ("", "TRACES_", "METRICS_", "LOGS_")
-)
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s'\"<>`]+")
 # What is left once URLs are masked: a path's query (``url: /v1/traces?token=x``)
 # and a userinfo written without a scheme (``user:token@host``).
@@ -69,13 +64,14 @@ def _configured_secrets() -> set[str]:
     """Header values and endpoint credentials from the environment, as written
     and URL-decoded (the exporters decode them)."""
     found: set[str] = set()
-    for name in _HEADER_VARIABLES:
-        for entry in os.environ.get(name, "").split(","):
+    headers = (settings.TRACES_HEADERS, settings.METRICS_HEADERS, settings.LOGS_HEADERS)
+    for listed in (value for setting in headers for value in settings.every_value(setting)):
+        for entry in listed.split(","):
             _, sep, value = entry.partition("=")
             if sep:
                 found.add(value.strip())
-    for name in _ENDPOINT_VARIABLES:
-        value = os.environ.get(name, "")
+    endpoints = (settings.TRACES_ENDPOINT, settings.METRICS_ENDPOINT, settings.LOGS_ENDPOINT)
+    for value in (value for setting in endpoints for value in settings.every_value(setting)):
         try:
             parts = urlsplit(value.strip())
         except ValueError:
@@ -111,3 +107,9 @@ def guarded(logger: logging.Logger) -> logging.Logger:
     if REDACTING not in logger.filters:
         logger.addFilter(REDACTING)
     return logger
+
+
+# The settings module sits below this one (every module reads settings), so its
+# logger, which names the variables a bad value came from, is guarded from here:
+# anything of the runtime imports this module before it resolves a setting.
+guarded(settings.logger)

@@ -29,15 +29,13 @@ from collections.abc import Mapping
 
 from opentelemetry.util.types import AttributeValue
 
-from . import env
+from .. import settings
 from .redact import guarded
 
 logger: logging.Logger = guarded(logging.getLogger(__name__))
 
-TEXT_LENGTH_ENV = "ADK_OTEL_MAX_TEXT_LENGTH"
-STACKTRACE_LENGTH_ENV = "ADK_OTEL_MAX_STACKTRACE_LENGTH"
-TEXT_LENGTH = env.positive_int(TEXT_LENGTH_ENV, 4096, logger.warning)
-STACKTRACE_LENGTH = env.positive_int(STACKTRACE_LENGTH_ENV, 16384, logger.warning)
+TEXT_LENGTH = settings.load(settings.MAX_TEXT_LENGTH, warn=logger.warning)
+STACKTRACE_LENGTH = settings.load(settings.MAX_STACKTRACE_LENGTH, warn=logger.warning)
 
 
 def utf8(value: str) -> str:

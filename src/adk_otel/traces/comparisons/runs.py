@@ -30,14 +30,11 @@ from ... import semconv as sc
 from ..io.evaluations import EvaluationResult, from_span_records
 from ..io.model import SpanRecord, is_invocation
 from .eval_summary import CaseKey, CaseTally, MetricSummary, add_to_tally, case_results
+from .figures import ERROR_CATEGORY, FIGURES, LAYERS, STEP_NAME, STEP_NUMBERS
 from .stats import Distribution
-
-ERROR_CATEGORY = "adk.error.category"
-"""The failure category adk-otel sets on failed spans; ``error.type`` where absent."""
 
 CONVERSATION = sc.GEN_AI_CONVERSATION_ID
 OUTCOMES = ("ok", "error", "cancelled", "incomplete", "paused")
-LAYERS = ("agent", "model", "tool", "node")
 MAX_PATHS = 1000
 """Distinct paths kept per group; rarer ones beyond it count as ``(other)``."""
 OTHER_PATH = ("(other)",)
@@ -66,15 +63,8 @@ class LayerStats:
         self.latency_ms.merge(other.latency_ms)
 
 
-DISTRIBUTIONS = (
-    "latency_ms",
-    "input_tokens",
-    "output_tokens",
-    "tokens",
-    "model_calls",
-    "tool_calls",
-)
-"""A group's per-run distributions, by attribute name."""
+DISTRIBUTIONS = tuple(figure.name for figure in FIGURES)
+"""A group's per-run distributions, by attribute name (a run's figures: figures.py)."""
 
 
 @dataclass
@@ -175,8 +165,8 @@ class _Run:
     steps: list[tuple[int, str, str, str | None, str | None, float | None]] = field(
         default_factory=list
     )
-    input_tokens: int = 0
-    output_tokens: int = 0
+    numbers: list[int] = field(default_factory=lambda: [0] * len(STEP_NUMBERS))
+    """Its sums of figures.py's step numbers (tokens), in their order."""
 
 
 def error_category(record: SpanRecord) -> str | None:
@@ -200,21 +190,10 @@ def _attribute(record: SpanRecord, name: str, joined: Mapping[str, Any] | None =
 
 
 def _name(record: SpanRecord, kind: str) -> str:
-    attributes = record.attributes
-    key = {
-        "agent": sc.GEN_AI_AGENT_NAME,
-        "tool": sc.GEN_AI_TOOL_NAME,
-        "model": sc.GEN_AI_REQUEST_MODEL,
-        "node": sc.ADK_NODE_NAME,
-    }[kind]
-    value = attributes.get(key)
+    value = record.attributes.get(STEP_NAME[kind])
     if value is None:
         return record.name.split(" ", 1)[-1]
     return str(value)
-
-
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 class OutOfOrder(Exception):
@@ -314,15 +293,8 @@ def summarize(
                 record.duration_ms,
             )
         )
-        if kind == "model":
-            # adk.usage.* where a client instrumentation's child span is the inference.
-            usage = record.attributes
-            run.input_tokens += _int(
-                usage.get(sc.GEN_AI_USAGE_INPUT_TOKENS, usage.get(sc.ADK_USAGE_INPUT_TOKENS))
-            )
-            run.output_tokens += _int(
-                usage.get(sc.GEN_AI_USAGE_OUTPUT_TOKENS, usage.get(sc.ADK_USAGE_OUTPUT_TOKENS))
-            )
+        for index, number in enumerate(STEP_NUMBERS):
+            run.numbers[index] += number.of(kind, record.attributes)
     for run in runs.values():
         if run.group is None:
             if in_order:
@@ -397,11 +369,9 @@ def _status_outcome(record: SpanRecord) -> str:
 def _fold(group: GroupSummary, run: _Run) -> None:
     group.runs += 1
     group.outcomes[run.outcome or "ok"] += 1
-    if run.latency_ms is not None:
-        group.latency_ms.add(run.latency_ms)
     categories = {run.error} if run.error else set()
     path: list[str] = []
-    model_calls = tool_calls = 0
+    kinds: Counter[str] = Counter()
     for _, kind, name, outcome, error, duration in sorted(run.steps, key=lambda s: s[0]):
         stats = group.layer(kind, name)
         stats.spans += 1
@@ -411,17 +381,15 @@ def _fold(group: GroupSummary, run: _Run) -> None:
             categories.add(error)
         if duration is not None:
             stats.latency_ms.add(duration)
+        kinds[kind] += 1
         if kind == "model":
-            model_calls += 1
             continue
-        tool_calls += kind == "tool"
         step = f"{kind}:{name}"
         if not path or path[-1] != step:
             path.append(step)
     group.error_runs.update(categories)
-    group.input_tokens.add(run.input_tokens)
-    group.output_tokens.add(run.output_tokens)
-    group.tokens.add(run.input_tokens + run.output_tokens)
-    group.model_calls.add(model_calls)
-    group.tool_calls.add(tool_calls)
+    for figure in FIGURES:
+        value = figure.of(run.latency_ms, run.numbers, kinds)
+        if value is not None:
+            getattr(group, figure.name).add(value)
     group.add_path(tuple(path))

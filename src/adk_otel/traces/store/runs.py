@@ -1,14 +1,16 @@
 """A comparison's summary of the runs in a store, computed by the engine.
 
 The SQL does what :func:`adk_otel.traces.comparisons.runs.summarize` does
-over files, in the same words: one run is one invocation span; its agent,
-model, tool and node spans are the spans of its trace with its
-``adk.invocation.id``; a span seen twice (same trace and span id) counts
-once; outcome, failure categories, tokens, model and tool calls, latency and
-path are each run's figures. The engine then counts, per group, how many runs
-have each figure (latency and tokens on the comparison's 1 % grid), so what
-comes back is a row per distinct value: bounded by the grid and the paths
-kept, whatever the number of runs. Python folds those counts into the same
+over files, from the same declarations (comparisons/figures.py: the steps'
+names and numbers and a run's figures, each written here as SQL), in the
+same words: one run is one invocation span; its agent, model, tool and node
+spans are the spans of its trace with its ``adk.invocation.id``; a span seen
+twice (same trace and span id) counts once; outcome, failure categories,
+tokens, model and tool calls, latency and path are each run's figures. The
+engine then counts, per group, how many runs have each figure (latency and
+tokens on the comparison's 1 % grid), so what comes back is a row per
+distinct value: bounded by the grid and the paths kept, whatever the number
+of runs. Python folds those counts into the same
 :class:`~adk_otel.traces.comparisons.runs.Summary` the files give.
 """
 
@@ -20,8 +22,15 @@ from typing import Any
 
 from ... import semconv as sc
 from ..comparisons.eval_summary import add_to_tally, case_results
-from ..comparisons.runs import (
+from ..comparisons.figures import (
     ERROR_CATEGORY,
+    FIGURES,
+    LAYERS,
+    STEP_NAME,
+    STEP_NUMBERS,
+    RunFigure,
+)
+from ..comparisons.runs import (
     MAX_PATHS,
     NONE,
     OTHER_PATH,
@@ -81,17 +90,11 @@ def _error_category() -> str:
 
 
 def _layer_name() -> str:
-    keys = {
-        "agent": sc.GEN_AI_AGENT_NAME,
-        "tool": sc.GEN_AI_TOOL_NAME,
-        "model": sc.GEN_AI_REQUEST_MODEL,
-        "node": sc.ADK_NODE_NAME,
-    }
     kind = f"SpanAttributes[{literal(sc.ADK_SPAN_KIND)}]"
     branches = ", ".join(
         f"{kind} = {literal(k)} AND mapContains(SpanAttributes, {literal(v)}), "
         f"SpanAttributes[{literal(v)}]"
-        for k, v in keys.items()
+        for k, v in STEP_NAME.items()
     )
     return f"multiIf({branches}, {_after_space()})"
 
@@ -116,7 +119,7 @@ def runs_sql(table: str, selections: Sequence[Selection], group_by: Sequence[str
     kind = f"SpanAttributes[{literal(sc.ADK_SPAN_KIND)}]"
     invocation_id = f"SpanAttributes[{literal(sc.ADK_INVOCATION_ID)}]"
     step = (
-        f"({kind} IN ('agent', 'model', 'tool', 'node') AND "
+        f"({kind} IN ({', '.join(literal(layer) for layer in LAYERS)}) AND "
         f"mapContains(SpanAttributes, {literal(sc.ADK_INVOCATION_ID)}))"
     )
     every = all(selection.empty for selection in selections)
@@ -133,17 +136,11 @@ def runs_sql(table: str, selections: Sequence[Selection], group_by: Sequence[str
             f"WHERE {invocation} AND ({chosen}))"
         )
     flags = ", ".join(f"toUInt8({selection.sql()})" for selection in selections)
-    # adk.usage.* on a model span whose inference a client instrumentation records
-    # (as the file path reads it: comparisons/runs.py).
-    tokens = (
-        f"if({kind} = 'model', toInt64OrZero(if(mapContains(SpanAttributes, {literal(name)}), "
-        f"SpanAttributes[{literal(name)}], SpanAttributes[{literal(own)}])), 0)"
-        for name, own in (
-            (sc.GEN_AI_USAGE_INPUT_TOKENS, sc.ADK_USAGE_INPUT_TOKENS),
-            (sc.GEN_AI_USAGE_OUTPUT_TOKENS, sc.ADK_USAGE_OUTPUT_TOKENS),
-        )
+    numbers = "".join(
+        f",\n        {_step_number(number.kind, number.keys)} AS {number.name}"
+        for number in STEP_NUMBERS
     )
-    input_tokens, output_tokens = tokens
+    step_numbers = "".join(f", {number.name}" for number in STEP_NUMBERS)
     keep = "has_invocation" if not every else "1"
     sep = literal(_SEP)
     return f"""
@@ -159,10 +156,11 @@ SELECT
     countIf(is_invocation) AS invocations,
     countIf(NOT is_invocation) AS step_rows,
     arraySort(groupArrayIf(
-        (start_ns, span_hash, layer_key, Duration, input_tokens, output_tokens),
+        (start_ns, span_hash, layer_key, Duration{step_numbers}),
         NOT is_invocation)) AS sorted_steps,
+    -- each step's span once (the hash before it in start order: 0 for the first)
     arrayFilter((s, previous) -> s.2 != previous, sorted_steps,
-        arrayPushFront(arrayPopBack(arrayMap(s -> s.2, sorted_steps)), toUInt64(0))) AS steps
+        arrayPopBack(arrayPushFront(arrayMap(s -> s.2, sorted_steps), toUInt64(0)))) AS steps
 FROM (
     SELECT
         Duration,
@@ -176,9 +174,8 @@ FROM (
         {_outcome()} AS outcome,
         {_error_category()} AS category,
         if(is_invocation, '',
-            concat({kind}, {sep}, {_layer_name()}, {sep}, outcome, {sep}, category)) AS layer_key,
-        {input_tokens} AS input_tokens,
-        {output_tokens} AS output_tokens
+            concat({kind}, {sep}, {_layer_name()}, {sep}, outcome, {sep}, category))
+            AS layer_key{numbers}
     FROM {table}
     WHERE {spans_where}
 )
@@ -191,14 +188,30 @@ def _counts(keys: str, where: str = "has_invocation") -> str:
     return f"sumMapIf({keys}, arrayMap(k -> toUInt64(1), {keys}), {where})"
 
 
-FIGURES = (
-    ("latency_ms", "run_duration / 1e6"),
-    ("input_tokens", "input_sum"),
-    ("output_tokens", "output_sum"),
-    ("tokens", "input_sum + output_sum"),
-    ("model_calls", "model_calls"),
-    ("tool_calls", "tool_calls"),
-)
+_FIRST_NUMBER = 5
+"""A step's tuple: start, span hash, layer key, duration, then its step numbers."""
+
+
+def _step_number(kind: str, keys: tuple[str, ...]) -> str:
+    """SQL of :meth:`~adk_otel.traces.comparisons.figures.StepNumber.of`: on a
+    span of ``kind``, the first of ``keys`` it carries, else 0."""
+    span_kind = f"SpanAttributes[{literal(sc.ADK_SPAN_KIND)}]"
+    branches = "".join(
+        f"mapContains(SpanAttributes, {literal(key)}), SpanAttributes[{literal(key)}], "
+        for key in keys
+    )
+    return f"if({span_kind} = {literal(kind)}, toInt64OrZero(multiIf({branches}'')), 0)"
+
+
+def _figure(figure: RunFigure) -> str:
+    """SQL of :meth:`~adk_otel.traces.comparisons.figures.RunFigure.of`, over a
+    run's row of :func:`runs_sql` (``kinds``: its steps' kinds)."""
+    if figure.duration:
+        return "run_duration / 1e6"
+    if figure.counts is not None:
+        return f"countEqual(kinds, {literal(figure.counts)})"
+    index = {number.name: _FIRST_NUMBER + i for i, number in enumerate(STEP_NUMBERS)}
+    return " + ".join(f"arraySum(arrayMap(s -> s.{index[name]}, steps))" for name in figure.sums)
 
 
 def summary_sql(table: str, selections: Sequence[Selection], group_by: Sequence[str]) -> str:
@@ -207,7 +220,7 @@ def summary_sql(table: str, selections: Sequence[Selection], group_by: Sequence[
     each layer's outcome, error and latency."""
     sep = literal(_SEP)
     figures = ",\n    ".join(
-        f"{_counts(f'[{quantized(value)}]')} AS {name}" for name, value in FIGURES
+        f"{_counts(f'[{quantized(_figure(figure))}]')} AS {figure.name}" for figure in FIGURES
     )
     layer = f"concat(s.3, {sep}, toString({quantized('s.4 / 1e6')}))"
     return f"""
@@ -230,10 +243,6 @@ FROM (
         arrayMap(p -> concat(p[1], ':', p[2]), arrayFilter(p -> p[1] != 'model', parts))
             AS names,
         arrayFilter((p, i) -> i = 1 OR p != names[i - 1], names, arrayEnumerate(names)) AS path,
-        countEqual(kinds, 'model') AS model_calls,
-        countEqual(kinds, 'tool') AS tool_calls,
-        arraySum(arrayMap(s -> s.5, steps)) AS input_sum,
-        arraySum(arrayMap(s -> s.6, steps)) AS output_sum,
         arrayDistinct(arrayFilter(c -> c != '',
             arrayConcat([run_category], arrayMap(p -> p[4], parts)))) AS categories
     FROM ({runs_sql(table, selections, group_by)})
@@ -302,8 +311,8 @@ def _fold(group: GroupSummary, runs: int, columns: list[Any]) -> None:
         group.outcomes[key] += count
     for key, count in _pairs(errors):
         group.error_runs[key] += count
-    for (name, _), pairs in zip(FIGURES, figures, strict=True):
-        distribution = getattr(group, name)
+    for figure, pairs in zip(FIGURES, figures, strict=True):
+        distribution = getattr(group, figure.name)
         for value, count in _pairs(pairs):
             distribution.add(float(value), count)
     kept = sorted(_pairs(paths), key=lambda pair: (-pair[1], pair[0]))
