@@ -64,6 +64,8 @@ class Instruments:
     def __init__(self, meter: metrics.Meter, *, overlapping: bool, latest: bool = False) -> None:
         self.overlapping: bool = overlapping
         """False when ADK records its GenAI streams itself."""
+        self.provider: Any = None
+        """The meter provider the instruments are on."""
         self.latest: bool = latest
         self.invocations: metrics.Counter = meter.create_counter(
             sc.METRIC_INVOCATION_COUNT,
@@ -218,6 +220,7 @@ def resolve_instruments(
         overlapping=overlapping,
         latest=latest,
     )
+    created.provider = provider
     with contextlib.suppress(TypeError):  # a provider that takes no weak reference
         _instruments.setdefault(provider, {})[latest] = created
     return created
@@ -273,12 +276,20 @@ def suppress_adk_metrics(provider: Any) -> bool:
 
 
 def recorded_elsewhere(facts: Facts) -> bool:
-    """A model call whose client instrumentation records its duration: counted once, there."""
+    """A model call whose duration another meter recorded: counted once, there. Observed
+    where another library started a span under the call and model-call instruments of
+    another meter are in sight (ledger/inference.py), else by the recorder's name."""
+    seen = facts.seen
+    if seen is not None and seen.measured:
+        return seen.duration
     return sc.ADK_INFERENCE_METRICS_RECORDED_BY in facts.attributes
 
 
 def usage_recorded_elsewhere(facts: Facts) -> bool:
-    """A model call whose client instrumentation records its token usage."""
+    """A model call whose token usage another meter recorded (as :func:`recorded_elsewhere`)."""
+    seen = facts.seen
+    if seen is not None and seen.measured:
+        return seen.tokens
     recorder = facts.attributes.get(sc.ADK_INFERENCE_METRICS_RECORDED_BY)
     return recorder is not None and recorder not in sc.INFERENCE_RECORDERS_WITHOUT_TOKEN_USAGE
 
