@@ -254,6 +254,31 @@ def _held(instrument: Any, storages: Iterable[Any]) -> tuple[Any, ...]:
     return tuple(held)
 
 
+NAMED_WITHOUT_TOKEN_USAGE = frozenset({"opentelemetry-instrumentation-openai-v2"})
+"""Named recorders of the metrics believed to record no token usage of ADK's calls, where it
+cannot be seen (openai-v2 2.x before ``opentelemetry-util-genai`` 1.1 records the duration only:
+LiteLLM asks the openai SDK for the raw response)."""
+
+
+def duration_recorded_elsewhere(facts: Any) -> bool:
+    """A model call whose duration another meter recorded: counted once, there. Seen where
+    another library started a span under the call and model-call instruments of another meter
+    are in sight, else believed of the recorder named at its opening."""
+    seen: Seen | None = facts.seen
+    if seen is not None and seen.measured:
+        return seen.duration
+    return sc.ADK_INFERENCE_METRICS_RECORDED_BY in facts.attributes
+
+
+def usage_recorded_elsewhere(facts: Any) -> bool:
+    """A model call whose token usage another meter recorded (as the duration, above)."""
+    seen: Seen | None = facts.seen
+    if seen is not None and seen.measured:
+        return seen.tokens
+    recorder = facts.attributes.get(sc.ADK_INFERENCE_METRICS_RECORDED_BY)
+    return recorder is not None and recorder not in NAMED_WITHOUT_TOKEN_USAGE
+
+
 WATCH = InferenceWatch()
 """The one watch, shared by every plugin of the process (a span processor stays on its
 provider for the provider's life)."""

@@ -38,6 +38,7 @@ from ..util import env
 from ..util.redact import guarded
 from ..version import __version__
 from .facts import AGENT, INVOCATION, MODEL, TOOL, Facts, dimensions
+from .inference import duration_recorded_elsewhere
 from .spans import error_type
 
 logger: logging.Logger = guarded(logging.getLogger(__name__))
@@ -275,25 +276,6 @@ def suppress_adk_metrics(provider: Any) -> bool:
     return switched
 
 
-def recorded_elsewhere(facts: Facts) -> bool:
-    """A model call whose duration another meter recorded: counted once, there. Observed
-    where another library started a span under the call and model-call instruments of
-    another meter are in sight (ledger/inference.py), else by the recorder's name."""
-    seen = facts.seen
-    if seen is not None and seen.measured:
-        return seen.duration
-    return sc.ADK_INFERENCE_METRICS_RECORDED_BY in facts.attributes
-
-
-def usage_recorded_elsewhere(facts: Facts) -> bool:
-    """A model call whose token usage another meter recorded (as :func:`recorded_elsewhere`)."""
-    seen = facts.seen
-    if seen is not None and seen.measured:
-        return seen.tokens
-    recorder = facts.attributes.get(sc.ADK_INFERENCE_METRICS_RECORDED_BY)
-    return recorder is not None and recorder not in sc.INFERENCE_RECORDERS_WITHOUT_TOKEN_USAGE
-
-
 def record_usage(
     instruments: Instruments, facts: Facts, attributes: Mapping[str, AttributeValue]
 ) -> None:
@@ -367,7 +349,7 @@ def record_end(
             instruments.time_per_output_chunk.record(gap, chunk_dims)
     seconds = ((ended or time.perf_counter_ns()) - facts.started) / 1e9
     if facts.kind == MODEL:
-        if instruments.model_calls and not recorded_elsewhere(facts):
+        if instruments.model_calls and not duration_recorded_elsewhere(facts):
             instruments.operation_duration.record(seconds, dims)
         return
     if not instruments.overlapping:

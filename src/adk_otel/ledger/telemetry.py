@@ -35,7 +35,7 @@ from ..semconv import Outcome
 from ..util import sanitize
 from . import inference, metrics
 from .facts import INVOCATION, MODEL, ROLLUP_KINDS, TOOL, Facts, dimensions
-from .inference import WATCH, Seen
+from .inference import WATCH, Seen, usage_recorded_elsewhere
 from .metrics import Instruments
 from .spans import AfterEnd, Conclusion, Entry, Ledger, WrapUp, error_type
 
@@ -277,7 +277,7 @@ class TelemetryLedger(Ledger):
         if (
             instruments is not None
             and instruments.model_calls
-            and not metrics.usage_recorded_elsewhere(facts)
+            and not usage_recorded_elsewhere(facts)
         ):
             metrics.record_usage(instruments, facts, attributes)
         if sc.ADK_INFERENCE_RECORDED_BY in facts.attributes:
