@@ -55,7 +55,7 @@ from .pipeline import held_tracer, processor_swap, provider, shutdown
 from .reading import attributes as attrs
 from .reading.content import ContentCapture
 from .reading.user_id import UserIdMode
-from .semconv import ADK_INFERENCE_RECORDED_BY, ADK_MODEL_CHUNKS, GEN_AI_REQUEST_STREAM, Outcome
+from .semconv import ADK_MODEL_CHUNKS, GEN_AI_REQUEST_STREAM, Outcome
 from .util import sanitize
 from .util.redact import guarded
 
@@ -191,6 +191,7 @@ class AdkOtelPlugin(BasePlugin):
             ledger.details.flush()
         telemetry = self._options.telemetry
         self._processors = processor_swap.ProcessorWatch(now.tracer, options.provider(telemetry))
+        ledger.watch_inferences(options.provider(telemetry))
         ledger.details = options.details_log(now.content, telemetry)
         self._devui = options.dev_ui(telemetry, self._devui)
         return ledger
@@ -542,12 +543,10 @@ class AdkOtelPlugin(BasePlugin):
             response: Mapping[str, AttributeValue] | None = None
             if entry.recording or ledger.will_record(entry.parent):
                 # Written with the outcome when the span ends, in one call.
-                response = (
-                    sanitize.attributes(attrs.model_response(llm_response, self._latest)) or {}
+                response = ledger.responded(
+                    entry,
+                    sanitize.attributes(attrs.model_response(llm_response, self._latest)) or {},
                 )
-                ledger.responded(entry, response)
-                if entry.opened_with and ADK_INFERENCE_RECORDED_BY in entry.opened_with:
-                    response = attrs.deferred_usage(response)
             if self._capture is not None:
                 self._capture.model_response(entry, llm_response)
             # Concluded, not ended: the response event settles it.

@@ -64,21 +64,6 @@ ADK_INFERENCE_STOOD_DOWN = "adk.inference.stood_down"
 its own suppression key in the call's context), because another one below ADK records it
 already (a Traceloop instrumentation beside the anthropic SDK's own tracing or another
 instrumentation of the same client method)."""
-INFERENCE_RECORDERS_WITH_METRICS = frozenset(
-    {
-        "opentelemetry-instrumentation-google-genai",
-        "opentelemetry-instrumentation-anthropic",
-        "opentelemetry-instrumentation-openai-v2",
-        "opentelemetry-instrumentation-google-generativeai",
-        "opentelemetry-instrumentation-litellm",
-    }
-)
-"""The client instrumentations that record the model-call metrics themselves: adk-otel then
-records neither ``gen_ai.client.token.usage`` nor ``gen_ai.client.operation.duration``."""
-INFERENCE_RECORDERS_WITHOUT_TOKEN_USAGE = frozenset({"opentelemetry-instrumentation-openai-v2"})
-"""Those of them that record no token usage for ADK's calls: openai-v2 reads the usage off the
-response it wraps, and LiteLLM asks the openai SDK for the raw response (measured: the
-duration only). adk-otel records ``gen_ai.client.token.usage`` for these."""
 ADK_LIVE = "adk.live"
 LIVE_MODEL_REQUEST_EVENT = "adk.live.model_request"
 """Span event on the agent span for each model request of a live session."""

@@ -28,6 +28,7 @@ import pytest
 from telemetry.test_viewers import langfuse_type, phoenix_kind  # tests/ is on the path
 
 from adk_otel import semconv as sc
+from adk_otel.ledger.inference import NAMED_WITHOUT_TOKEN_USAGE
 
 from .api_servers import api_server
 
@@ -166,7 +167,7 @@ def test_each_model_call_counted_once_beside_the_client_instrumentation(setup) -
     own = traced["adk_otel_input_token_recordings"]
     usage_elsewhere = (
         expected.metrics_recorded_by is not None
-        and expected.metrics_recorded_by not in sc.INFERENCE_RECORDERS_WITHOUT_TOKEN_USAGE
+        and expected.metrics_recorded_by not in NAMED_WITHOUT_TOKEN_USAGE
     )
     assert own == (0 if usage_elsewhere else calls)
     # Never more than ADK alone counts on the same providers (which often counts twice).

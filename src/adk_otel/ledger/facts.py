@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from opentelemetry.util.types import AttributeValue
 
 from .. import semconv as sc
+from .inference import Seen
 
 AGENT, MODEL, TOOL, INVOCATION = (
     sc.SpanKind.AGENT.value,
@@ -76,3 +77,5 @@ class Facts:
     """ERROR spans below this one (agent and invocation spans)."""
     categories: set[str] | None = None
     """Their distinct ``adk.error.category`` values."""
+    seen: Seen | None = None
+    """A model call: what other libraries recorded of it while it ran (inference.py)."""

@@ -40,6 +40,7 @@ from ..semconv import Outcome
 from ..util.redact import guarded
 from ..version import __version__
 from .facts import AGENT, INVOCATION, MODEL, TOOL, Facts, dimensions
+from .inference import duration_recorded_elsewhere
 from .spans import error_type
 
 logger: logging.Logger = guarded(logging.getLogger(__name__))
@@ -72,6 +73,8 @@ class Instruments:
     ) -> None:
         self.overlapping: bool = overlapping
         """False when ADK records its GenAI streams itself."""
+        self.provider: Any = None
+        """The meter provider the instruments are on."""
         self.latest: bool = latest
         # The names of the instruments ADK's own meter records into the same
         # provider (none when it is switched off): those streams stay ADK's.
@@ -281,6 +284,7 @@ def resolve_instruments(
             frozenset() if overlapping else adk_instrument_names(metrics.get_meter_provider())
         ),
     )
+    created.provider = provider
     with contextlib.suppress(TypeError):  # a provider that takes no weak reference
         _instruments.setdefault(provider, {})[latest] = created
     return created
@@ -333,17 +337,6 @@ def suppress_adk_metrics(provider: Any) -> bool:
             type(provider).__name__,
         )
     return switched
-
-
-def recorded_elsewhere(facts: Facts) -> bool:
-    """A model call whose client instrumentation records its duration: counted once, there."""
-    return sc.ADK_INFERENCE_METRICS_RECORDED_BY in facts.attributes
-
-
-def usage_recorded_elsewhere(facts: Facts) -> bool:
-    """A model call whose client instrumentation records its token usage."""
-    recorder = facts.attributes.get(sc.ADK_INFERENCE_METRICS_RECORDED_BY)
-    return recorder is not None and recorder not in sc.INFERENCE_RECORDERS_WITHOUT_TOKEN_USAGE
 
 
 def record_usage(
@@ -422,7 +415,11 @@ def record_end(
     seconds = ((ended or time.perf_counter_ns()) - facts.started) / 1e9
     if facts.kind == MODEL:
         duration = instruments.operation_duration
-        if duration is not None and instruments.model_calls and not recorded_elsewhere(facts):
+        if (
+            duration is not None
+            and instruments.model_calls
+            and not duration_recorded_elsewhere(facts)
+        ):
             duration.record(seconds, dims)
         return
     if not instruments.overlapping:

@@ -20,6 +20,7 @@ get their numbers too:
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -31,8 +32,10 @@ from opentelemetry.util.types import AttributeValue
 from .. import semconv as sc
 from ..pipeline.details import DetailsLog, structured
 from ..semconv import Outcome
-from . import metrics
+from ..util import sanitize
+from . import inference, metrics
 from .facts import INVOCATION, MODEL, ROLLUP_KINDS, TOOL, Facts, dimensions
+from .inference import WATCH, Seen, usage_recorded_elsewhere
 from .metrics import Instruments
 from .spans import AfterEnd, Conclusion, Entry, Ledger, WrapUp, error_type
 
@@ -107,6 +110,34 @@ def rollups_over(entry: Entry | None) -> tuple[Facts, ...]:
     return ()
 
 
+def layer_usage(response: Mapping[str, AttributeValue]) -> dict[str, AttributeValue]:
+    """A model response's attributes for a span whose inference another recorder's span is:
+    its token usage under adk-otel's own names (``adk.usage.*``, which backends do not add up
+    as inferences), everything else as it is."""
+    rollup = sc.ROLLUP_USAGE
+    return {rollup.get(key, key): value for key, value in response.items()}
+
+
+def _become_layer(
+    entry: Entry, facts: Facts, seen: Seen, response: Mapping[str, AttributeValue]
+) -> dict[str, AttributeValue]:
+    """The model span becomes the ADK layer around the inference another library's span
+    under it records: named ``call_llm``, CHAIN, no operation name (the API has no removal:
+    the SDK span's attribute map is edited; another SDK's span keeps it), the recorder named
+    by its scope, its usage as ``adk.usage.*``."""
+    span = entry.span
+    span.update_name(f"{sc.OP_CALL_LLM} {facts.attributes.get(sc.GEN_AI_REQUEST_MODEL, '')}")
+    written = getattr(span, "_attributes", None)
+    if written is not None and sc.GEN_AI_OPERATION_NAME in written:
+        with contextlib.suppress(Exception):
+            del written[sc.GEN_AI_OPERATION_NAME]
+    return {
+        **layer_usage(response),
+        sc.OPENINFERENCE_SPAN_KIND: sc.OI_CHAIN,
+        sc.ADK_INFERENCE_RECORDED_BY: sanitize.clean(seen.by or ""),
+    }
+
+
 class TelemetryLedger(Ledger):
     """A :class:`Ledger` that also rolls usage up, records metrics and emits
     deferred content events (see the module doc)."""
@@ -143,6 +174,12 @@ class TelemetryLedger(Ledger):
         # Metrics count sampled-out operations too, with their full dimensions.
         self.records_all = instruments is not None or not self._follows_parent
 
+    def watch_inferences(self, tracer_provider: Any) -> None:
+        """See what other libraries record of each model call (ledger/inference.py) on the
+        providers in use: ``tracer_provider``, this ledger's meter provider, the global ones."""
+        instruments = self.instruments
+        inference.watch(tracer_provider, instruments.provider if instruments else None)
+
     def _started(
         self,
         entry: Entry,
@@ -172,6 +209,8 @@ class TelemetryLedger(Ledger):
         if kind == MODEL:
             for totals in facts.above:
                 totals.model_calls += 1
+            if entry.recording:  # what others record of it is seen while it runs
+                WATCH.calls[entry.span] = facts
         elif kind == TOOL:
             for totals in facts.above:
                 totals.tool_calls += 1
@@ -202,11 +241,22 @@ class TelemetryLedger(Ledger):
         span_id = trace.get_current_span(parent_context).get_span_context().span_id
         return self._tools_by_span.get(span_id)
 
-    def responded(self, entry: Entry, attributes: Mapping[str, AttributeValue]) -> None:
-        """A model call's final response attributes (usage, response model)."""
+    def responded(
+        self, entry: Entry, attributes: Mapping[str, AttributeValue]
+    ) -> Mapping[str, AttributeValue]:
+        """A model call's final response attributes (usage, response model): rolled up, its
+        metrics recorded unless another recorder has them; returned as the span is to carry
+        them (``adk.usage.*`` where another recorder's span is the call's inference)."""
         facts: Facts | None = entry.facts
         if facts is None:
-            return
+            return attributes
+        span = entry.span
+        calls = WATCH.calls
+        if span in calls:
+            del calls[span]
+        seen = facts.seen
+        if seen is not None:
+            WATCH.decide(facts, seen)
         rollup = sc.ROLLUP_USAGE
         usage = [
             (rollup[k], v) for k, v in attributes.items() if k in rollup and v.__class__ is int
@@ -225,12 +275,16 @@ class TelemetryLedger(Ledger):
         facts.response = attributes
         instruments = self.instruments
         if (
-            instruments is None
-            or not instruments.model_calls
-            or metrics.usage_recorded_elsewhere(facts)
+            instruments is not None
+            and instruments.model_calls
+            and not usage_recorded_elsewhere(facts)
         ):
-            return
-        metrics.record_usage(instruments, facts, attributes)
+            metrics.record_usage(instruments, facts, attributes)
+        if sc.ADK_INFERENCE_RECORDED_BY in facts.attributes:
+            return layer_usage(attributes)
+        if seen is not None and seen.by is not None:
+            return _become_layer(entry, facts, seen, attributes)
+        return attributes
 
     def chunk(self, entry: Entry, *, final: bool = False) -> None:
         """A streamed model response arrived: a partial chunk, or (``final``)
@@ -331,7 +385,15 @@ class TelemetryLedger(Ledger):
         attributes (with ``extra``), its content event emitted."""
         if outcome is Outcome.ERROR:
             self._count_failure(facts, extra)
-        if facts.kind == TOOL:
+        if facts.kind == MODEL:
+            span = entry.span
+            calls = WATCH.calls
+            if span in calls:  # ended without a response (an error, a cancellation)
+                del calls[span]
+                seen = facts.seen
+                if seen is not None:
+                    WATCH.decide(facts, seen)
+        elif facts.kind == TOOL:
             span_id = entry.span.get_span_context().span_id
             if self._tools_by_span.get(span_id) is entry:
                 del self._tools_by_span[span_id]

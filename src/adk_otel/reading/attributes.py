@@ -283,7 +283,7 @@ def _model_opening(
     (``recorder``), the span is the ADK layer around it, not a second inference: no
     OpenInference LLM kind (CHAIN, which Phoenix and Langfuse both read first), no
     operation name, the recorder named; its usage goes on as ``adk.usage.*``
-    (``deferred_usage``)."""
+    (``ledger.telemetry.layer_usage``)."""
     model_str = getattr(llm_request, "model", None)
     model = _agent_model(agent_obj)
     if model is not None and getattr(model, "model", None) != model_str:
@@ -607,14 +607,6 @@ def _optional_field(model: Any, name: str) -> Any:
         extra = getattr(model, "__pydantic_extra__", None)
         return extra.get(name) if extra else None
     return getattr(model, name, None)
-
-
-def deferred_usage(response: Mapping[str, AttributeValue]) -> dict[str, AttributeValue]:
-    """A model response's attributes for a span whose inference a client instrumentation
-    records: its token usage under adk-otel's own names (``adk.usage.*``, which backends do
-    not add up as inferences), everything else as it is."""
-    rollup = sc.ROLLUP_USAGE
-    return {rollup.get(key, key): value for key, value in response.items()}
 
 
 def _sum(a: int | None, b: int | None) -> int | None:

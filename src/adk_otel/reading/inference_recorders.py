@@ -1,4 +1,13 @@
-"""Who else records a model call as an inference: the client-library GenAI instrumentations.
+"""The recorders of a model call known by name: what cannot be seen during the call.
+
+Any library that records a model call is recognised by what it does while the call runs
+(``ledger/inference.py``: a span carrying an inference under the model span, points on another
+meter's model-call instruments). This module names the ones that must be known before the call
+or that cannot be seen: a recorder to be asked to stand down before the call starts
+(Traceloop's key), one whose spans go to a provider adk-otel does not watch (the anthropic
+SDK's own), one that records only metrics (LiteLLM's callback), and every one under a trace the
+sampler drops (no span is started to be seen). Where a named recorder's span is seen too, what
+was seen decides its metrics.
 
 A model call is one inference, and LLM backends add inferences up over spans (tokens, cost,
 LLM-call counts) and over the ``gen_ai.client.*`` metrics. When an instrumentation of the
@@ -53,7 +62,6 @@ from typing import Any
 
 from opentelemetry import trace
 
-from .. import semconv as sc
 from .. import settings
 from ..util import wrappers
 from ..util.redact import guarded
@@ -77,8 +85,21 @@ class Recorder:
     """A second recorder asked to record nothing of this call (``STAND_DOWN_KEYS``)."""
 
 
+RECORDS_METRICS = frozenset(
+    {
+        "opentelemetry-instrumentation-google-genai",
+        "opentelemetry-instrumentation-anthropic",
+        "opentelemetry-instrumentation-openai-v2",
+        "opentelemetry-instrumentation-google-generativeai",
+        "opentelemetry-instrumentation-litellm",
+    }
+)
+"""The client instrumentations believed to record the model-call metrics themselves, where
+what they record cannot be seen (``ledger/inference.py`` reads it off the meters otherwise)."""
+
+
 def _recorder(name: str) -> Recorder:
-    return Recorder(name, records_metrics=name in sc.INFERENCE_RECORDERS_WITH_METRICS)
+    return Recorder(name, records_metrics=name in RECORDS_METRICS)
 
 
 _BY_MODULE = {
