@@ -35,7 +35,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 import adk_otel
 import adk_otel.a2a
-from adk_otel import AdkOtelPlugin
+from adk_otel import AdkOtelPlugin, settings
 from adk_otel.integrations import a2a
 from adk_otel.lifecycle import options, sharing, travel
 from adk_otel.pipeline import shutdown
@@ -209,7 +209,7 @@ async def test_providers_stay_in_a_deep_copy_and_are_dropped_from_a_pickle(
 
     # Same process: the copy keeps the provider it was given.
     copied = copy.deepcopy(app)
-    assert plugin_in(copied)._options.tracer_provider is own
+    assert plugin_in(copied)._options[settings.TRACER_PROVIDER] is own
     assert not caplog.records
     await (await runs(copied)).close()
     assert len(exporter.get_finished_spans()) == 10 and not recorder.spans
@@ -223,7 +223,7 @@ async def test_providers_stay_in_a_deep_copy_and_are_dropped_from_a_pickle(
     assert "pickled without its tracer_provider" in warned[0]
     assert "unpickled without the tracer_provider" in warned[1]
     for unpickled in arrived:
-        assert plugin_in(unpickled)._options.tracer_provider is None
+        assert plugin_in(unpickled)._options[settings.TRACER_PROVIDER] is None
     await (await runs(arrived[0])).close()
     assert per_trace(recorder) == [Counter(CLERK_SPANS)]
     assert len(exporter.get_finished_spans()) == 10

@@ -15,7 +15,7 @@ from google.adk.agents import LlmAgent
 from google.adk.tools.agent_tool import AgentTool
 from opentelemetry import metrics as otel_metrics
 
-from adk_otel import plugin_of
+from adk_otel import plugin_of, settings
 from adk_otel import semconv as sc
 from adk_otel.ledger import metrics as adk_metrics
 from adk_otel.testing.model import ScriptedModel, call, fail, reply
@@ -144,8 +144,8 @@ async def test_instruments_are_created_once_per_provider() -> None:
     await run(
         clerk(reply("b")),
         recorded=rec,
-        tracer_provider=first._options.tracer_provider,
-        meter_provider=first._options.meter_provider,
+        tracer_provider=first._options[settings.TRACER_PROVIDER],
+        meter_provider=first._options[settings.METER_PROVIDER],
     )
     second = _plugin(rec)
     assert second is not first
