@@ -98,7 +98,7 @@ def child(rounds: int, batch: int, configs: tuple[str, ...], phases_file: Path) 
 
     def phase(name: str, config: str, count: int) -> None:
         # The first marker dumps what ran before (not counted), the second this phase.
-        loop.run_until_complete(bench.sample(name, config, count, clock=_marker))
+        loop.run_until_complete(bench.sample(name, config, count, clock=_marker, own_export=False))
 
     try:
         for name in WORKLOADS:

@@ -473,21 +473,41 @@ class Bench:
         self._adk_spans = on
 
     async def sample(
-        self, name: str, config: str, batch: int, clock: Callable[[], float] = time.process_time
+        self,
+        name: str,
+        config: str,
+        batch: int,
+        clock: Callable[[], float] = time.process_time,
+        *,
+        own_export: bool = True,
     ) -> float:
         """CPU µs per invocation over ``batch`` invocations (sessions made and
         deleted off the clock). ``clock`` is read just before and just after
-        the invocations (``instructions.py`` passes its marker)."""
+        the invocations (``instructions.py`` passes its marker and
+        ``own_export=False``: it counts the agent's thread only).
+
+        With ``own_export`` the sample pays for the export of its own spans
+        and of no other sample's: whatever earlier samples left queued is
+        exported off the clock, this sample's spans on it. Otherwise the
+        export thread, which the process CPU time counts, wakes on its own
+        schedule and its work lands on whichever sample runs then: with the
+        rotation keeping every configuration's neighbours, always on the same
+        ones (a sampled-out configuration, which exports nothing, read up to
+        twice its own cost)."""
         runner = self.runners[name, config]
         w = self.workloads
         sessions = [await w.new_session(runner) for _ in range(batch)]
         self.adk_spans(config in ADK_SPANS_ON)
+        if own_export:
+            self.flush()
         # Off the clock: a collection inside the sample is then due to this
         # sample's allocations, not to what an earlier configuration left.
         gc.collect()
         start = clock()
         for session_id in sessions:
             await w.invoke(runner, session_id)
+        if own_export:
+            self.flush()
         elapsed = clock() - start
         await w.delete_sessions(runner, sessions)
         return elapsed / batch * 1e6
