@@ -35,6 +35,7 @@ from telemetry.viewers import langfuse_type, phoenix_kind  # tests/ is on the pa
 
 import adk_otel
 from adk_otel import semconv as sc
+from adk_otel.ledger.inference import NAMED_WITHOUT_TOKEN_USAGE
 
 from .api_servers import api_server
 from .test_counted_once_clients import EXPECTED, Expected
@@ -252,7 +253,7 @@ async def test_each_model_call_counted_once(setup: str, monkeypatch) -> None:
     assert counted.token_recordings == counted.duration_recordings == CALLS, counted
     usage_elsewhere = (
         expected.metrics_recorded_by is not None
-        and expected.metrics_recorded_by not in sc.INFERENCE_RECORDERS_WITHOUT_TOKEN_USAGE
+        and expected.metrics_recorded_by not in NAMED_WITHOUT_TOKEN_USAGE
     )
     assert counted.adk_otel_token_recordings == (0 if usage_elsewhere else CALLS)
     _assert_model_spans(ran, expected)
