@@ -64,7 +64,11 @@ CONFIG_DIR = HERE.parent / "collector-config"
 GATEWAYS = ("gateway-1", "gateway-2")
 SAMPLE_PERCENT = 25
 ERROR_SHARE = 0.1
-STATUS_ERROR = 2  # OTLP StatusCode.STATUS_CODE_ERROR
+RESTARTS = (
+    ("default", signal.SIGKILL),
+    ("persistent", signal.SIGKILL),
+    ("persistent", signal.SIGTERM),
+)
 
 
 # -- the collectors ------------------------------------------------------------
@@ -134,12 +138,12 @@ class Collector:
         except OSError:
             return False
 
-    def kill(self) -> None:
-        """SIGKILL: what the process held in memory is gone."""
+    def kill(self, how: signal.Signals = signal.SIGKILL) -> None:
+        """SIGKILL: what the process held in memory is gone; SIGTERM: it shuts down."""
         self.scrape()
         assert self.process is not None
-        self.process.send_signal(signal.SIGKILL)
-        self.process.wait(timeout=30)
+        self.process.send_signal(how)
+        self.process.wait(timeout=60)
         self.lives.append(self.last)
         self.last = {}
 
@@ -190,7 +194,11 @@ def gateway_config(name: str, port: int, workdir: Path) -> dict[str, Any]:
         del exporters[backend]
     exporters["file"]["path"] = str(workdir / f"traces-{name}.json")
     exporters["file/logs"]["path"] = str(workdir / f"logs-{name}.json")
-    exporters["file/sampled"] = {"path": str(workdir / f"sampled-{name}.json"), "format": "json"}
+    exporters["file/sampled"] = {
+        "path": str(workdir / f"sampled-{name}.json"),
+        "format": "json",
+        "append": True,  # as the shipped file exporters: a restart keeps what was written
+    }
     pipelines = config["service"]["pipelines"]
     del pipelines["traces/clickhouse"]
     pipelines["traces"]["exporters"] = ["file/sampled"]
@@ -233,7 +241,11 @@ class SetUp:
             collector.stop()
 
 
-def start_set_up(binary: str, workdir: Path, *, queue: str, sample_percent: int) -> SetUp:
+def start_set_up(
+    binary: str, workdir: Path, *, queue: str, sample_percent: int, memory_limit_mib: int | None
+) -> SetUp:
+    """The agent and the gateways; ``memory_limit_mib`` replaces the memory limiter's share
+    of the machine's memory with a fixed limit (a quarter of it the spike allowance)."""
     workdir.mkdir(parents=True, exist_ok=True)
     ports = [free_port() for _ in GATEWAYS]
     gateways = [
@@ -248,6 +260,13 @@ def start_set_up(binary: str, workdir: Path, *, queue: str, sample_percent: int)
     ]
     agent_port = free_port()
     agent = Collector("agent", binary, agent_config(ports, agent_port, workdir, queue), workdir)
+    if memory_limit_mib is not None:
+        for collector in [agent, *gateways]:
+            collector.config["processors"]["memory_limiter"] = {
+                "check_interval": "1s",
+                "limit_mib": memory_limit_mib,
+                "spike_limit_mib": memory_limit_mib // 4,
+            }
     set_up = SetUp(agent, gateways, f"127.0.0.1:{agent_port}", workdir)
     try:
         for collector in [*gateways, agent]:
@@ -598,7 +617,11 @@ def pool(workers: int) -> ProcessPoolExecutor:
 
 def stage_routing(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     set_up = start_set_up(
-        args.collector, workdir, queue="persistent", sample_percent=SAMPLE_PERCENT
+        args.collector,
+        workdir,
+        queue="persistent",
+        sample_percent=SAMPLE_PERCENT,
+        memory_limit_mib=None,
     )
     try:
         sent = Sent()
@@ -646,9 +669,17 @@ def metrics(set_up: SetUp) -> dict[str, dict[str, float]]:
     }
 
 
-def stage_restart(args: argparse.Namespace, workdir: Path, queue: str) -> dict[str, Any]:
+def stage_restart(
+    args: argparse.Namespace, workdir: Path, queue: str, how: signal.Signals
+) -> dict[str, Any]:
     template = templates()
-    set_up = start_set_up(args.collector, workdir, queue=queue, sample_percent=SAMPLE_PERCENT)
+    set_up = start_set_up(
+        args.collector,
+        workdir,
+        queue=queue,
+        sample_percent=SAMPLE_PERCENT,
+        memory_limit_mib=None,
+    )
     victim = set_up.gateways[1]
     try:
         sent = Sent()
@@ -662,7 +693,7 @@ def stage_restart(args: argparse.Namespace, workdir: Path, queue: str) -> dict[s
             ]
             time.sleep(seconds / 3)  # the kill lands mid-stream
             killed_at = time.monotonic()
-            victim.kill()
+            victim.kill(how)
             time.sleep(args.down_seconds)
             victim.start()
             down = time.monotonic() - killed_at
@@ -673,6 +704,7 @@ def stage_restart(args: argparse.Namespace, workdir: Path, queue: str) -> dict[s
             collector.scrape()
         return {
             "agent queue": queue,
+            "gateway stopped by": how.name,
             "offered spans/s": args.restart_rate,
             "gateway down, s": round(down, 1),
             "routing": account(sent, workdir),
@@ -686,7 +718,11 @@ def stage_restart(args: argparse.Namespace, workdir: Path, queue: str) -> dict[s
 def stage_throughput(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     template = templates()
     set_up = start_set_up(
-        args.collector, workdir, queue="persistent", sample_percent=SAMPLE_PERCENT
+        args.collector,
+        workdir,
+        queue="persistent",
+        sample_percent=SAMPLE_PERCENT,
+        memory_limit_mib=args.memory_limit_mib,
     )
     steps = []
     try:
@@ -781,6 +817,14 @@ def main() -> None:
         default=[5000, 10000, 20000, 40000],
     )
     parser.add_argument("--step-seconds", type=float, default=15)
+    parser.add_argument(
+        "--signals", default="SIGKILL,SIGTERM", help="how the restart stage stops a gateway"
+    )
+    parser.add_argument(
+        "--memory-limit-mib",
+        type=int,
+        help="the throughput stage with a fixed memory limit per collector; default: as shipped",
+    )
     parser.add_argument("--json", type=Path, help="write the results here too")
     parser.add_argument("--keep", action="store_true", help="keep the scratch folder")
     args = parser.parse_args()
@@ -795,8 +839,9 @@ def main() -> None:
                 results[stage] = stage_routing(args, scratch / stage)
             elif stage == "restart":
                 results[stage] = [
-                    stage_restart(args, scratch / f"restart-{queue}", queue)
-                    for queue in ("default", "persistent")
+                    stage_restart(args, scratch / f"restart-{queue}-{how.name}", queue, how)
+                    for queue, how in RESTARTS
+                    if how.name in args.signals
                 ]
             elif stage == "throughput":
                 results[stage] = stage_throughput(args, scratch / stage)

@@ -140,6 +140,8 @@ def test_each_gateway_writes_its_own_files_in_the_shared_folder(
         assert path.rsplit("/", 1)[0] == single.rsplit("/", 1)[0]
         stem, suffix = single.rsplit("/", 1)[1].split(".")
         assert path.rsplit("/", 1)[1] == f"{stem}-${{env:GATEWAY_NAME}}.{suffix}"
+        # A restarted gateway appends: the default would truncate what it wrote before.
+        assert gateway["exporters"][exporter]["append"] is True
 
 
 def module_component(gomod: str) -> tuple[str, str]:
