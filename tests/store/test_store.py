@@ -130,6 +130,48 @@ def test_usage_a_client_instrumentation_records_is_counted_as_the_file_path_coun
     assert normalized(from_store) == normalized(summarize(records, ()))
 
 
+PDATA_STATUS = {"UNSET": "Unset", "OK": "Ok", "ERROR": "Error"}
+
+
+def load_short_names(source: str, records: list[SpanRecord]) -> None:
+    """The rows as a Collector writing pdata's short names stores them (``Error``,
+    ``Internal``, not ``STATUS_CODE_ERROR``, ``SPAN_KIND_INTERNAL``)."""
+    with engine.open_store(source, create=True) as opened:
+        table = spans.create_table(opened)
+        lines = []
+        for record in records:
+            row = json.loads(spans.row_json(record))
+            row["StatusCode"] = PDATA_STATUS[record.status_code]
+            row["SpanKind"] = record.kind.title()
+            lines.append(json.dumps(row))
+        opened.insert_json(table, lines)
+
+
+def test_the_collectors_short_status_and_kind_names_are_read(store: str) -> None:
+    """The schema reads pdata's short names too: an ``Error`` row is an error to the
+    engine's figures and to the spans read back, on spans without ``adk.outcome`` (another
+    instrumentation's, an older adk-otel's) where the status alone says it."""
+    records = [
+        replace(
+            r,
+            status_code="UNSET" if index % 7 == 0 and r.status_code == "OK" else r.status_code,
+            attributes={k: v for k, v in r.attributes.items() if k != sc.ADK_OUTCOME},
+        )
+        for index, r in enumerate(mixed_runs(13))
+    ]
+    assert {r.status_code for r in records} == {"UNSET", "OK", "ERROR"}
+    load_short_names(store, records)
+    with engine.open_store(store) as opened:
+        from_store = summarize_store(opened, Selection(), ())
+        read = spans.read_spans(opened, spans.checked_table(opened))
+    from_files = summarize(records, ())
+    assert sum(g.outcomes["error"] for g in from_files.groups.values()) > 0
+    assert normalized(from_store) == normalized(from_files)
+    assert sorted((r.span_id, r.status_code, r.kind) for r in read) == sorted(
+        (r.span_id, r.status_code, r.kind) for r in records
+    )
+
+
 def write(path: Path, records: list[SpanRecord], **resource: str) -> Path:
     with open(path, "w", encoding="utf-8") as handle:
         for start in range(0, len(records), 100):

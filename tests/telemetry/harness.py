@@ -124,17 +124,23 @@ async def run(
     *messages: str,
     recorded: Recorded | None = None,
     streaming: bool = False,
+    plugin_only: bool = False,
     **options: Any,
 ) -> Recorded:
     """Run ``agent`` once per message (one session), instrumented with fresh
     in-memory providers unless ``recorded`` is given; ``options`` go to
-    ``adk_otel.instrument``."""
+    ``adk_otel.instrument``, or with ``plugin_only`` to an ``AdkOtelPlugin`` handed to
+    the runner (the ``--extra_plugins`` path: no runner wrapper, every hook runs)."""
     tracer_provider, exporter, meter_provider, reader = providers()
     if recorded is None:
         recorded = Recorded(exporter=exporter, reader=reader)
         options.setdefault("tracer_provider", tracer_provider)
         options.setdefault("meter_provider", meter_provider)
-    runner = adk_otel.instrument(InMemoryRunner(agent=agent, app_name=APP), **options)
+    if plugin_only:
+        plugin = adk_otel.AdkOtelPlugin(**options)
+        runner = InMemoryRunner(agent=agent, app_name=APP, plugins=[plugin])
+    else:
+        runner = adk_otel.instrument(InMemoryRunner(agent=agent, app_name=APP), **options)
     recorded.runner = runner
     session = await runner.session_service.create_session(app_name=APP, user_id=USER)
     config = RunConfig(streaming_mode=StreamingMode.SSE) if streaming else RunConfig()

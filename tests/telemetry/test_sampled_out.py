@@ -16,7 +16,7 @@ from opentelemetry.metrics import NoOpMeterProvider
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ParentBased, TraceIdRatioBased
+from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ALWAYS_ON, ParentBased, TraceIdRatioBased
 
 import adk_otel
 from adk_otel import plugin_of
@@ -43,7 +43,13 @@ def sampled_provider(sampler) -> tuple[TracerProvider, InMemorySpanExporter]:
     return provider, exporter
 
 
-async def test_a_dropped_trace_costs_no_attributes_and_keeps_its_metrics() -> None:
+@pytest.mark.parametrize("plugin_only", [False, True], ids=["instrument", "plugin-only"])
+async def test_a_dropped_trace_costs_no_attributes_and_keeps_its_metrics(
+    plugin_only: bool,
+) -> None:
+    """Its metrics are kept: both model-call metrics, the duration and the token usage
+    (each recorded at its own hook: the call's end, its response), and every other a kept
+    trace records."""
     provider, exporter = sampled_provider(ParentBased(ALWAYS_OFF))
     _, _, meter_provider, reader = providers()
     rec = await run(
@@ -51,6 +57,7 @@ async def test_a_dropped_trace_costs_no_attributes_and_keeps_its_metrics() -> No
         recorded=Recorded(exporter=exporter, reader=reader),
         tracer_provider=provider,
         meter_provider=meter_provider,
+        plugin_only=plugin_only,
     )
 
     assert rec.error is None
@@ -63,11 +70,49 @@ async def test_a_dropped_trace_costs_no_attributes_and_keeps_its_metrics() -> No
     )
     assert point.count == 2
     assert point.attributes[sc.GEN_AI_REQUEST_MODEL] == "scripted-model"
+    for token_type, tokens in (("input", 12), ("output", 7)):  # the scripted model's usage
+        usage = rec.point(
+            sc.METRIC_CLIENT_TOKEN_USAGE,
+            {sc.GEN_AI_OPERATION_NAME: "generate_content", sc.GEN_AI_TOKEN_TYPE: token_type},
+        )
+        assert (usage.count, usage.sum) == (2, 2 * tokens)
+        assert usage.attributes[sc.GEN_AI_REQUEST_MODEL] == "scripted-model"
+
+    # Every metric a kept trace records, the dropped one records alike: each stream, its
+    # dimensions and its recordings (the agent's, the tool's and the invocation's too).
+    kept, kept_exporter = sampled_provider(ParentBased(ALWAYS_ON))
+    _, _, kept_meters, kept_reader = providers()
+    kept_rec = await run(
+        clerk(),
+        recorded=Recorded(exporter=kept_exporter, reader=kept_reader),
+        tracer_provider=kept,
+        meter_provider=kept_meters,
+        plugin_only=plugin_only,
+    )
+    assert kept_exporter.get_finished_spans()
+    assert recordings(rec) == recordings(kept_rec)
+    assert len(recordings(rec)) >= 5
 
 
-async def test_the_cheap_path_is_taken_only_when_the_parent_decides(monkeypatch) -> None:
+def recordings(rec: Recorded) -> list[tuple[str, list[tuple[str, object]], object]]:
+    """Each metric point of a run: its stream, its dimensions and how many recordings it
+    holds (a counter's value), timings left out."""
+    return sorted(
+        (name, sorted(point.attributes.items()), getattr(point, "count", None) or point.value)
+        for name in rec.metrics()
+        for point in rec.points(name)
+    )
+
+
+@pytest.mark.parametrize("plugin_only", [False, True], ids=["instrument", "plugin-only"])
+async def test_the_cheap_path_is_taken_only_when_the_parent_decides(
+    monkeypatch, plugin_only: bool
+) -> None:
     """With no metrics, a dropped trace's child spans get their layer only (no
-    attributes built from ADK objects); a kept trace gets every attribute."""
+    attributes built from ADK objects); a kept trace gets every attribute. Through
+    ``instrument()`` a quiet run returns before any span opens; through the plugin
+    alone (``Runner(plugins=[AdkOtelPlugin()])``) every hook opens its span, and
+    each opening must see the dropped parent itself."""
     from adk_otel.reading import attributes
 
     built: list[str] = []
@@ -79,8 +124,12 @@ async def test_the_cheap_path_is_taken_only_when_the_parent_decides(monkeypatch)
 
     dropped, _ = sampled_provider(ParentBased(ALWAYS_OFF))
     no_metrics = NoOpMeterProvider()  # explicit: a global one may exist in this process
-    rec = await run(clerk(), tracer_provider=dropped, meter_provider=no_metrics)
+    rec = await run(
+        clerk(), tracer_provider=dropped, meter_provider=no_metrics, plugin_only=plugin_only
+    )
     assert rec.error is None and built == []
+    plugin = plugin_of(rec.runner)
+    assert plugin is not None and plugin.open_spans == 0 and plugin.internal_errors == 0
 
     kept, exporter = sampled_provider(ParentBased(TraceIdRatioBased(1.0)))
     await run(
@@ -88,6 +137,7 @@ async def test_the_cheap_path_is_taken_only_when_the_parent_decides(monkeypatch)
         recorded=Recorded(exporter=exporter, reader=None),
         tracer_provider=kept,
         meter_provider=no_metrics,
+        plugin_only=plugin_only,
     )
     assert sorted(set(built)) == ["agent_opening", "model_opening", "tool_opening"]
     tool = next(s for s in exporter.get_finished_spans() if s.name == "execute_tool lookup")
