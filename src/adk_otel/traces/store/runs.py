@@ -40,7 +40,7 @@ from ..comparisons.runs import (
 from ..io.evaluations import from_span_records
 from . import schema, spans
 from .engine import Store, StoreError
-from .selection import Selection, attribute, invocation_sql, literal
+from .selection import Selection, attribute, invocation_sql, literal, missing_key
 
 _GRID = math.log(1.01)
 _SEP = "\x1f"
@@ -385,7 +385,6 @@ def why_none_selected(store: Store, selection: Selection) -> str:
     """Why ``selection`` found no run, for the one line that says so: no
     invocation span at all, or per ``--where`` key the keys the runs have
     (with a did-you-mean) or the values they hold; keys and values as stored."""
-    import difflib
 
     table = spans.checked_table(store)
     runs = invocation_sql()
@@ -399,10 +398,7 @@ def why_none_selected(store: Store, selection: Selection) -> str:
     reasons = []
     for key in selection.where:
         if key not in present:
-            short = {alias for alias, name in sc.RUN_KEY_ALIASES.items() if name in present}
-            near = difflib.get_close_matches(key, sorted(present | short), 3)
-            guess = f"; did you mean {' or '.join(near)}?" if near else ""
-            reasons.append(f"no run has {key!r}{guess}")
+            reasons.append(missing_key(key, present))
             continue
         column = "ServiceName" if key == "service.name" else attribute(key)
         values = store.rows(

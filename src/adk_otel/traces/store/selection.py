@@ -200,7 +200,6 @@ def _held(invocation: SpanRecord, key: str) -> str | None:
 def why_none_matched(invocations: Iterable[SpanRecord], selection: Selection) -> str:
     """Why no run of trace files met ``selection``: per ``--where`` key, the keys
     the runs have (with a did-you-mean) or the values they hold."""
-    import difflib
 
     runs = list(invocations)
     if not runs:
@@ -209,10 +208,7 @@ def why_none_matched(invocations: Iterable[SpanRecord], selection: Selection) ->
     reasons = []
     for key in selection.where:
         if key not in present:
-            short = {alias for alias, name in sc.RUN_KEY_ALIASES.items() if name in present}
-            near = difflib.get_close_matches(key, sorted(present | short), 3)
-            guess = f"; did you mean {' or '.join(near)}?" if near else ""
-            reasons.append(f"no run has {key!r}{guess}")
+            reasons.append(missing_key(key, present))
             continue
         counts = Counter(_held(run, key) for run in runs)
         counts.pop(None, None)
@@ -223,3 +219,14 @@ def why_none_matched(invocations: Iterable[SpanRecord], selection: Selection) ->
 
 def _list(values: Sequence[str]) -> str:
     return ", ".join(literal(value) for value in values)
+
+
+def missing_key(key: str, present: set[str]) -> str:
+    """Why ``key`` selects nothing when no run holds it, with the keys (or
+    their short aliases) it may have meant."""
+    import difflib  # only when a selection found nothing
+
+    short = {alias for alias, name in sc.RUN_KEY_ALIASES.items() if name in present}
+    near = difflib.get_close_matches(key, sorted(present | short), 3)
+    guess = f"; did you mean {' or '.join(near)}?" if near else ""
+    return f"no run has {key!r}{guess}"
