@@ -99,3 +99,20 @@ def test_where_selects_runs_in_trace_files_as_in_a_store(
     assert "no run matches adk.outcome=ok (adk.outcome holds 'error' (1 runs))" in err
     code, _, err = run(capsys, command, str(exported_file), *extra, "--where", "versoin=1")
     assert code == 2 and "no run has 'versoin'" in err
+
+
+def test_compare_selects_runs_in_trace_files_as_in_a_store(
+    exported_file: Path, tmp_path: Path, capsys
+) -> None:
+    both = [str(exported_file), str(exported_file)]
+    code, everything, err = run(capsys, "compare", *both)
+    assert code in (0, 1), err
+    code, selected, err = run(capsys, "compare", *both, "--where", " outcome = error ")
+    assert (code, selected) == (code, everything), err
+    code, out, err = run(capsys, "compare", *both, "--where", "outcome=ok")
+    assert (code, out) == (2, "")
+    assert "no run matches adk.outcome=ok (adk.outcome holds 'error' (1 runs))" in err
+    summary = tmp_path / "base.summary.json"
+    assert run(capsys, "summarize", str(exported_file), "-o", str(summary))[0] == 0
+    code, _, err = run(capsys, "compare", str(summary), str(exported_file), "--where", "x=1")
+    assert code == 2 and "a summary holds its runs already summarized" in err

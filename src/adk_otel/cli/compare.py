@@ -30,6 +30,7 @@ from ..traces.comparisons.regression import (
     compare,
     summarize_files,
 )
+from ..traces.comparisons.runs import Summary
 from ..traces.comparisons.summary_file import dumps
 from ..traces.io.files import iter_records
 from ..traces.io.limits import ReadLimits
@@ -134,15 +135,7 @@ def cmd_summarize(args: argparse.Namespace, limits: ReadLimits) -> tuple[int, st
     if stores:
         summary = store.summary(stores[0], store.selection_of(args), args.group_by or ())
     else:
-        chosen = store.file_selection(args)
-        runs = chosen.matches if chosen is not None else None
-        try:
-            summary = summarize_files(args.files, args.group_by or (), limits=limits, runs=runs)
-        except NoRunSelected:
-            assert chosen is not None
-            invocations = (r for r in iter_records(args.files, limits=limits) if is_invocation(r))
-            why = store.why_none_matched(invocations, chosen)
-            raise StoreError(f"no run matches {chosen.text} ({why})") from None
+        summary = _summarized(args.files, store.file_selection(args), args.group_by, limits)
     if args.output:
         output = Path(args.output)
         try:
@@ -152,14 +145,36 @@ def cmd_summarize(args: argparse.Namespace, limits: ReadLimits) -> tuple[int, st
     return 0, render_summary(summary, args.format, args.output)
 
 
+def _summarized(
+    files: list[str],
+    chosen: Selection | None,
+    group_by: list[str] | None,
+    limits: ReadLimits,
+) -> Summary:
+    """Trace files summarized, only the runs ``--where`` / ``--since`` /
+    ``--until`` select (``chosen``; None: every run)."""
+    if chosen is not None:
+        for name in files:
+            if summary_file.is_summary_file(name):
+                raise StoreError(
+                    f"{name}: a summary holds its runs already summarized; --where, --since "
+                    "and --until select runs in trace files or a store"
+                )
+    runs = chosen.matches if chosen is not None else None
+    try:
+        return summarize_files(files, group_by or (), limits=limits, runs=runs)
+    except NoRunSelected:
+        assert chosen is not None
+        invocations = (r for r in iter_records(files, limits=limits) if is_invocation(r))
+        why = store.why_none_matched(invocations, chosen)
+        raise StoreError(f"no run matches {chosen.text} ({why})") from None
+
+
 def _no_selection(args: argparse.Namespace) -> None:
-    """Store selections given without a store are a mistake, not ignored."""
+    """A store's own selections given without a store are a mistake, not ignored."""
     given = [
         flag
         for flag, value in (
-            ("--where", getattr(args, "where", None)),
-            ("--since", getattr(args, "since", None)),
-            ("--until", getattr(args, "until", None)),
             ("--baseline", getattr(args, "baseline_selection", None)),
             ("--candidate", getattr(args, "candidate_selection", None)),
         )
@@ -169,8 +184,10 @@ def _no_selection(args: argparse.Namespace) -> None:
         raise StoreError(f"{given[0]} selects runs in a ClickHouse store; no store was given")
 
 
-def _sides(args: argparse.Namespace) -> tuple[Source, Source]:
-    """Each side as compare takes it: a store's side summarized by its engine."""
+def _sides(args: argparse.Namespace, limits: ReadLimits) -> tuple[Source, Source]:
+    """Each side as compare takes it: a store's side summarized by its engine, a
+    trace file's summarized here when ``--where`` / ``--since`` / ``--until``
+    select its runs (the same language on both)."""
     baseline, candidate = args.baseline, args.candidate
     if candidate is None:
         if not is_store(baseline):
@@ -182,9 +199,15 @@ def _sides(args: argparse.Namespace) -> tuple[Source, Source]:
             raise StoreError(
                 f"{baseline}: comparing one store needs --baseline and --candidate selections"
             )
+    on_files = store.file_selection(args)
     if not (is_store(baseline) or is_store(candidate)):
         _no_selection(args)
-        return baseline, candidate
+        if on_files is None:
+            return baseline, candidate
+        return (
+            _summarized([baseline], on_files, args.group_by, limits),
+            _summarized([candidate], on_files, args.group_by, limits),
+        )
     group_by = args.group_by
     if group_by is None:
         for source in (baseline, candidate):
@@ -206,7 +229,8 @@ def _sides(args: argparse.Namespace) -> tuple[Source, Source]:
         (candidate, args.candidate_selection),
     ):
         if not is_store(source):
-            sides.append(source)
+            selected = on_files is not None
+            sides.append(_summarized([source], on_files, group_by, limits) if selected else source)
             continue
         chosen = common.merged(Selection.parse(own)) if own else common
         sides.append(store.summary(source, chosen, group_by or ()))
@@ -215,7 +239,7 @@ def _sides(args: argparse.Namespace) -> tuple[Source, Source]:
 
 
 def cmd_compare(args: argparse.Namespace, color: bool, limits: ReadLimits) -> tuple[int, str]:
-    baseline, candidate = _sides(args)
+    baseline, candidate = _sides(args, limits)
     result: Regression = compare(
         baseline,
         candidate,
