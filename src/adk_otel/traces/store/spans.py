@@ -245,8 +245,8 @@ class IdTally:
     ids repeat, not the same span exported twice). A few bytes a span."""
 
     def __init__(self) -> None:
-        self.spans = 0
-        self.repeated = 0
+        self.spans: int = 0
+        self.repeated: int = 0
         self._seen: dict[int, int] = {}
 
     def add(self, record: SpanRecord) -> None:
