@@ -101,8 +101,9 @@ where_terms = st.builds(
 )
 def test_any_where_on_trace_files(command: str, terms: list[str], since: str | None) -> None:
     argv = [command, str(DATA / "collector_shop.jsonl")]
-    for term in terms:
-        argv += ["--where", term]
-    if since is not None and not since.startswith("-"):
-        argv += ["--since", since]
+    # --where=VALUE: a value that starts with "-" reaches adk-otel (as "--where -x" would
+    # not: argparse reads that as a missing value and prints its usage).
+    argv += [f"--where={term}" for term in terms]
+    if since is not None:
+        argv.append(f"--since={since}")
     _one_line_or_fine(*_run(*argv), (0, 2))
