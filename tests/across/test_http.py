@@ -163,8 +163,10 @@ def test_adk_api_server_continues_the_callers_trace(
     assert chain[0].span_id == client_span and service_of(chain[0]) == "http-client"
     assert any(s.kind == "SERVER" and service_of(s) == "api-server" for s in chain)
     assert invocation.attributes["adk.outcome"] == "ok"
+    # The server's own "http send" spans of a streamed response may sit under the
+    # invocation too (spans others start during a run land in it); the agent is one.
     agent = [r for r in records if r.parent_id == invocation.span_id]
-    assert [a.name for a in agent] == ["invoke_agent clerk"]
+    assert [a.name for a in agent if not a.name.endswith(" http send")] == ["invoke_agent clerk"]
 
 
 def test_a_users_fastapi_app_continues_the_callers_trace(receiver, user_app, client_tracer):
