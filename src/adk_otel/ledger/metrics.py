@@ -101,25 +101,23 @@ class Instruments:
             if latest
             else sc.METRIC_CLIENT_TIME_PER_OUTPUT_CHUNK
         )
-        self.time_to_first_chunk: metrics.Histogram | None = (
-            meter.create_histogram(
-                first_chunk,
+
+        def seconds_unless_adks(name: str, description: str) -> metrics.Histogram | None:
+            """A histogram in seconds, or None where ADK's own meter records that name."""
+            if name in adk_records:
+                return None
+            return meter.create_histogram(
+                name,
                 unit="s",
-                description="Time to receive the first chunk of a streamed model response.",
+                description=description,
                 explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
             )
-            if first_chunk not in adk_records
-            else None
+
+        self.time_to_first_chunk: metrics.Histogram | None = seconds_unless_adks(
+            first_chunk, "Time to receive the first chunk of a streamed model response."
         )
-        self.time_per_output_chunk: metrics.Histogram | None = (
-            meter.create_histogram(
-                per_chunk,
-                unit="s",
-                description="Time between consecutive chunks of a streamed model response.",
-                explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
-            )
-            if per_chunk not in adk_records
-            else None
+        self.time_per_output_chunk: metrics.Histogram | None = seconds_unless_adks(
+            per_chunk, "Time between consecutive chunks of a streamed model response."
         )
         self.token_usage: metrics.Histogram | None = None
         self.usage: dict[str, metrics.Counter] = {}
